@@ -1,0 +1,57 @@
+# logbus: one entry point for a fresh machine. Every target installs what it needs first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON      ?= $(shell command -v python3.11 || command -v python3)
+VENV        := .venv
+VPY         := $(VENV)/bin/python
+CONSTRAINTS := constraints/known-good.txt
+STAMP       := $(VENV)/.logbus-installed
+# Debian's ZooKeeper server and the jars our launcher puts on the classpath (broker/cluster/embedded_zk.py).
+ZK_JARS     := /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_ENV     := DEBIAN_FRONTEND=noninteractive
+
+.PHONY: help setup system-deps python-deps test run bench clean
+
+help:
+	@echo "make setup   venv + pip install -e .[pipelines,airflow,test] + apt zookeeper/JRE (idempotent)"
+	@echo "make run     start the local demo (embedded ZooKeeper + brokers)"
+	@echo "make test    the whole test suite"
+	@echo "make bench   produce/consume benchmark"
+
+setup: system-deps python-deps
+
+# apt-get only when something is missing, so a second run costs nothing.
+system-deps:
+	@missing=0; \
+	for jar in $(ZK_JARS); do [ -f "$$jar" ] || missing=1; done; \
+	command -v java >/dev/null 2>&1 || missing=1; \
+	if [ $$missing = 1 ]; then \
+	  echo "installing Debian's zookeeper and a headless JRE"; \
+	  $(SUDO) $(APT_ENV) apt-get update -q && \
+	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless; \
+	fi
+
+python-deps: $(STAMP)
+
+$(VPY):
+	$(PYTHON) -m venv $(VENV)
+
+# Re-run pip only when the dependency list or the pins change.
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(VPY)
+	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,airflow,test]'
+	touch $@
+
+test: setup
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+run: setup
+	$(VPY) -m broker.demo
+
+bench: setup
+	$(VPY) bench/produce_consume.py
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache .hypothesis
+	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""logbus's own Python clients (producer, SimpleConsumer, ZooKeeper consumer) and admin."""

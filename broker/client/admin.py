@@ -1,0 +1,129 @@
+"""A blocking admin client: create, delete, list and describe topics over the Kafka protocol.
+
+Used by `logbus topics` and by the pipelines; it needs only a bootstrap address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.protocol.errors import ErrorCode, error_for_code
+from broker.protocol.messages import ApiKey
+
+METADATA_VERSION = 8
+CREATE_TOPICS_VERSION = 4
+DELETE_TOPICS_VERSION = 3
+DESCRIBE_CONFIGS_VERSION = 3
+TOPIC_RESOURCE = 2
+
+
+@dataclass
+class PartitionDescription:
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    error_code: int = 0
+
+
+@dataclass
+class TopicDescription:
+    name: str
+    partitions: list[PartitionDescription] = field(default_factory=list)
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+
+class AdminClient:
+    """Topic administration against the brokers named in ``bootstrap_servers``."""
+
+    def __init__(self, bootstrap_servers: str, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        errors = []
+        for address in [a.strip() for a in bootstrap_servers.split(",") if a.strip()]:
+            try:
+                self._conn = BrokerConnection.from_address(address, client_id="logbus-admin", timeout=timeout)
+                break
+            except (BrokerConnectionError, ValueError) as exc:
+                errors.append(str(exc))
+        else:
+            raise BrokerConnectionError("; ".join(errors) or "no bootstrap servers given")
+
+    def create_topic(
+        self, name: str, partitions: int = -1, replication_factor: int = -1, configs: dict[str, str] | None = None
+    ) -> None:
+        response = self._conn.request(
+            ApiKey.CREATE_TOPICS,
+            CREATE_TOPICS_VERSION,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": replication_factor,
+                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                    }
+                ],
+                "timeout_ms": int(self.timeout * 1000),
+            },
+        )
+        result = response["topics"][0]
+        _raise_for(result["error_code"], result.get("error_message"))
+
+    def delete_topic(self, name: str) -> None:
+        response = self._conn.request(
+            ApiKey.DELETE_TOPICS, DELETE_TOPICS_VERSION, {"topic_names": [name], "timeout_ms": int(self.timeout * 1000)}
+        )
+        _raise_for(response["responses"][0]["error_code"], f"cannot delete topic {name}")
+
+    def list_topics(self) -> list[str]:
+        return sorted(t.name for t in self.describe_topics(None))
+
+    def describe_topics(self, names: list[str] | None) -> list[TopicDescription]:
+        """Partitions, leaders and replicas of ``names`` (all topics when None)."""
+        response = self._conn.request(
+            ApiKey.METADATA,
+            METADATA_VERSION,
+            {"topics": None if names is None else [{"name": n} for n in names], "allow_auto_topic_creation": False},
+        )
+        described = []
+        for topic in response["topics"]:
+            _raise_for(topic["error_code"], f"topic {topic['name']}")
+            partitions = [
+                PartitionDescription(p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["error_code"])
+                for p in sorted(topic["partitions"], key=lambda p: p["partition_index"])
+            ]
+            described.append(TopicDescription(topic["name"], partitions))
+        return described
+
+    def topic_configs(self, name: str, only_overrides: bool = True) -> dict[str, str]:
+        response = self._conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            DESCRIBE_CONFIGS_VERSION,
+            {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": name, "configuration_keys": None}]},
+        )
+        result = response["results"][0]
+        _raise_for(result["error_code"], result.get("error_message"))
+        return {
+            c["name"]: c["value"]
+            for c in result["configs"]
+            if not only_overrides or not c.get("is_default", c.get("config_source") == 5)
+        }
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "AdminClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _raise_for(code: int, message: str | None) -> None:
+    if code != ErrorCode.NONE:
+        raise error_for_code(code, message or "")

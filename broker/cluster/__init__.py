@@ -1,0 +1,1 @@
+"""ZooKeeper coordination through kazoo: broker registration, topics, partition state."""

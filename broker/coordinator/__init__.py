@@ -1,0 +1,1 @@
+"""Consumer-group coordination for standard Kafka clients, with offsets kept in ZooKeeper."""

@@ -1,0 +1,1 @@
+"""The Kafka wire protocol: primitive types, message schemas, record batches, codecs. No sockets."""

@@ -1,0 +1,272 @@
+"""A small schema engine: messages declared once, with per-field version ranges, compiled per version.
+
+Declarations mirror Kafka's ``common/message/*.json``: a field has a type, the versions it
+exists in and the versions it may be null in. ``MessageSchema`` compiles each version into
+closures that read a dict from a ``Reader`` and write a dict to a ``Writer``; runs of fixed-width
+fields are packed with a single ``struct`` call. Only non-flexible versions are supported
+(no tagged fields, no compact types): the broker serves only those.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
+from broker.protocol.types import PRIMITIVES, BytesLike, Reader, Type, Writer
+
+MISSING: Any = object()
+_ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
+
+
+class Versions(NamedTuple):
+    """An inclusive version range; ``hi`` None means open-ended ("3+")."""
+
+    lo: int
+    hi: int | None
+
+    @classmethod
+    def parse(cls, spec: str) -> Versions:
+        """Parse Kafka's notation: "3+", "0-4", "5" or "none"."""
+        spec = spec.strip()
+        if spec == "none":
+            return cls(0, -1)
+        if spec.endswith("+"):
+            return cls(int(spec[:-1]), None)
+        lo, _, hi = spec.partition("-")
+        return cls(int(lo), int(hi or lo))
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.lo <= version and (self.hi is None or version <= self.hi)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One declared field. ``type`` is a primitive name, "[]<primitive>", "[]" (array of the
+    struct in ``fields``) or "struct"."""
+
+    name: str
+    type: str
+    versions: Versions
+    nullable: Versions
+    default: Any = MISSING
+    fields: tuple[Field, ...] = dc_field(default=())
+
+
+def F(
+    name: str,
+    type: str,
+    versions: str = "0+",
+    fields: Sequence[Field] = (),
+    *,
+    nullable: str = "none",
+    default: Any = MISSING,
+) -> Field:
+    """Declare a field: ``F("rack", "string", "1+", nullable="1+")``."""
+    if type in ("[]", "struct") and not fields:
+        raise ValueError(f"{name}: a struct type needs fields")
+    if fields and type not in ("[]", "struct"):
+        raise ValueError(f"{name}: only struct types take fields")
+    base = type[2:] if type.startswith("[]") else type
+    if base and base != "struct" and base not in PRIMITIVES:
+        raise ValueError(f"{name}: unknown type {type!r}")
+    return Field(name, type, Versions.parse(versions), Versions.parse(nullable), default, tuple(fields))
+
+
+class Compiled(NamedTuple):
+    """A struct compiled for one version."""
+
+    read: Callable[[Reader], dict]
+    write: Callable[[Writer, Mapping[str, Any]], None]
+    min_size: int
+    names: tuple[str, ...]
+
+
+class _Part(NamedTuple):
+    """One field of a compiled struct (before fixed-width runs are merged)."""
+
+    name: str
+    read: Callable[[Reader], Any]
+    write: Callable[[Writer, Any], None]
+    default: Any
+    min_size: int
+    fmt: str | None
+    nested: bool
+
+
+def _primitive_array(item: Type, nullable: bool) -> tuple[Callable, Callable]:
+    """Read/write for an array of primitives; fixed-width items use one struct call."""
+    fmt = item.fmt
+    if fmt is not None:
+        size = item.min_size
+
+        def read(r: Reader) -> list | None:
+            count = r.array_length(size, nullable)
+            if count < 0:
+                return None
+            pos = r.pos
+            r.pos += count * size
+            return list(struct.unpack_from(f">{count}{fmt}", r.buf, pos))
+
+        def write(w: Writer, items: Any) -> None:
+            if items is None:
+                if not nullable:
+                    raise ProtocolEncodeError("null for a non-nullable array")
+                w.int32(-1)
+                return
+            items = list(items)
+            w.buf += struct.pack(f">i{len(items)}{fmt}", len(items), *items)
+
+        return read, write
+    item_read, item_write, min_size = item.read, item.write, item.min_size
+    if nullable:
+        return (lambda r: r.nullable_array(item_read, min_size)), (lambda w, v: w.nullable_array(v, item_write))
+    return (lambda r: r.array(item_read, min_size)), (lambda w, v: w.array(v, item_write))
+
+
+def _compile_field(f: Field, version: int) -> _Part:
+    nullable = version in f.nullable
+    if f.type in ("[]", "struct"):
+        sub = compile_struct(f.fields, version)
+        if f.type == "struct":
+            read, write, min_size = sub.read, sub.write, sub.min_size
+            default: Any = None if nullable else {}
+        else:
+            sub_read, sub_write, sub_min = sub.read, sub.write, sub.min_size
+            if nullable:
+                read = lambda r: r.nullable_array(sub_read, sub_min)  # noqa: E731
+                write = lambda w, v: w.nullable_array(v, sub_write)  # noqa: E731
+            else:
+                read = lambda r: r.array(sub_read, sub_min)  # noqa: E731
+                write = lambda w, v: w.array(v, sub_write)  # noqa: E731
+            default, min_size = [], 4
+        return _Part(f.name, read, write, default if f.default is MISSING else f.default, min_size, None, True)
+    if f.type.startswith("[]"):
+        item, _ = PRIMITIVES[f.type[2:]]
+        read, write = _primitive_array(item, nullable)
+        return _Part(f.name, read, write, [] if f.default is MISSING else f.default, 4, None, False)
+    plain, with_null = PRIMITIVES[f.type]
+    if nullable and with_null is None:
+        raise ValueError(f"{f.name}: type {f.type} cannot be nullable")
+    t = with_null if nullable else plain
+    default = t.default if f.default is MISSING else f.default
+    return _Part(f.name, t.read, t.write, default, t.min_size, t.fmt, False)
+
+
+def _merge_fixed(parts: list[_Part]) -> list[tuple]:
+    """Steps (key, struct | None, default, read, write, nested): runs of fixed fields merged."""
+    steps: list[tuple] = []
+    run: list[_Part] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            p = run[0]
+            steps.append((p.name, None, p.default, p.read, p.write, False))
+        elif run:
+            st = struct.Struct(">" + "".join(p.fmt for p in run))
+            steps.append((tuple(p.name for p in run), st, tuple(p.default for p in run), None, None, False))
+        run.clear()
+
+    for p in parts:
+        if p.fmt is not None:
+            run.append(p)
+            continue
+        flush()
+        steps.append((p.name, None, p.default, p.read, p.write, p.nested))
+    flush()
+    return steps
+
+
+def compile_struct(fields: Sequence[Field], version: int) -> Compiled:
+    """Compile the fields that exist in ``version`` into read/write closures."""
+    parts = [_compile_field(f, version) for f in fields if version in f.versions]
+    names = tuple(p.name for p in parts)
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate field names in version {version}: {names}")
+    steps = _merge_fixed(parts)
+    read_plan = tuple((key, st, rd) for key, st, _, rd, _, _ in steps)
+
+    def read(r: Reader) -> dict:
+        out: dict[str, Any] = {}
+        for key, st, rd in read_plan:
+            if st is None:
+                out[key] = rd(r)
+            else:
+                out.update(zip(key, r.unpack(st)))
+        return out
+
+    def write(w: Writer, obj: Mapping[str, Any]) -> None:
+        for key, st, default, _, wr, nested in steps:
+            try:
+                if st is None:
+                    wr(w, obj.get(key, default))
+                else:
+                    w.buf += st.pack(*[obj.get(k, d) for k, d in zip(key, default)])
+            except ProtocolEncodeError as exc:
+                raise ProtocolEncodeError(f"{_label(key)}{'.' if nested else ': '}{exc}") from None
+            except _ENCODE_FAILURES as exc:
+                if not hasattr(obj, "get"):
+                    raise ProtocolEncodeError(f"expected a dict, got {type(obj).__name__}") from None
+                raise ProtocolEncodeError(f"{_label(key)}: {exc}") from None
+
+    return Compiled(read, write, sum(p.min_size for p in parts), names)
+
+
+def _label(key: str | tuple[str, ...]) -> str:
+    return key if isinstance(key, str) else "(" + ", ".join(key) + ")"
+
+
+class MessageSchema:
+    """A request or response body, declared once and compiled for each of its versions."""
+
+    def __init__(self, name: str, api_key: int, versions: str, fields: Sequence[Field]) -> None:
+        self.name = name
+        self.api_key = api_key
+        rng = Versions.parse(versions)
+        if rng.hi is None:
+            raise ValueError(f"{name}: give a closed version range")
+        self.min_version, self.max_version = rng.lo, rng.hi
+        self.fields = tuple(fields)
+        self._compiled = {v: compile_struct(self.fields, v) for v in range(rng.lo, rng.hi + 1)}
+
+    def __repr__(self) -> str:
+        return f"<MessageSchema {self.name} v{self.min_version}-{self.max_version}>"
+
+    def supports(self, version: int) -> bool:
+        return version in self._compiled
+
+    def compiled(self, version: int) -> Compiled:
+        """The codec for one version; UnsupportedVersionError outside the declared range."""
+        try:
+            return self._compiled[version]
+        except KeyError:
+            raise UnsupportedVersionError(
+                f"{self.name} v{version} is not supported (v{self.min_version}-{self.max_version})"
+            ) from None
+
+    def decode(self, version: int, data: BytesLike, offset: int = 0) -> dict:
+        """Decode a whole body from ``data[offset:]``; ProtocolDecodeError if it does not fit exactly."""
+        codec = self.compiled(version)
+        r = Reader(data, offset)
+        obj = codec.read(r)
+        if r.pos != r.end:
+            raise ProtocolDecodeError(f"{self.name} v{version}: {r.end - r.pos} trailing bytes")
+        return obj
+
+    def encode(self, version: int, obj: Mapping[str, Any]) -> list[Any]:
+        """Encode ``obj`` as a list of byte chunks and out-of-band record objects (FileSlice)."""
+        w = Writer()
+        try:
+            self.compiled(version).write(w, obj)
+        except ProtocolEncodeError as exc:
+            raise ProtocolEncodeError(f"{self.name} v{version}: {exc}") from None
+        return w.chunks()
+
+    def encode_bytes(self, version: int, obj: Mapping[str, Any]) -> bytes:
+        """Encode to one ``bytes``; ProtocolEncodeError if a value would go out of band."""
+        chunks = self.encode(version, obj)
+        for chunk in chunks:
+            if not isinstance(chunk, bytes):
+                raise ProtocolEncodeError(f"{self.name} v{version}: out-of-band {type(chunk).__name__} in encode_bytes")
+        return b"".join(chunks)

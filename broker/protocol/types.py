@@ -1,0 +1,389 @@
+"""Primitive codecs of the Kafka protocol: fixed-width integers, varints, strings, bytes, arrays.
+
+``Reader`` walks a buffer and raises ``ProtocolDecodeError`` on anything that does not fit;
+``Writer`` builds a response as a list of byte chunks, leaving large record sets (storage's
+``FileSlice``) out of band so the server can send them with ``os.sendfile``. ``Type`` objects
+describe each primitive once, for the schema engine.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid as _uuid
+from typing import Any, Callable, Iterable, NamedTuple
+
+from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError
+
+BytesLike = bytes | bytearray | memoryview
+
+INT8 = struct.Struct(">b")
+INT16 = struct.Struct(">h")
+INT32 = struct.Struct(">i")
+INT64 = struct.Struct(">q")
+UINT32 = struct.Struct(">I")
+FLOAT64 = struct.Struct(">d")
+BOOL = struct.Struct(">?")
+
+NULL_LENGTH = -1
+MAX_STRING_LENGTH = 0x7FFF
+# A bytes-like value at least this large is emitted as its own chunk instead of being copied
+# into the running buffer (a produce request's records, a fetch response read into memory).
+LARGE_CHUNK = 64 * 1024
+
+
+# --- varints: unsigned LEB128 and Kafka's zigzag-signed varint/varlong --------------------
+
+def encode_uvarint(value: int) -> bytes:
+    """Unsigned LEB128, 7 bits a byte, low bits first."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def decode_uvarint(buf: BytesLike, pos: int, end: int | None = None, max_bytes: int = 10) -> tuple[int, int]:
+    """Read an unsigned varint at ``pos``; return (value, next position)."""
+    end = len(buf) if end is None else end
+    value = shift = 0
+    for i in range(max_bytes):
+        if pos >= end:
+            raise ProtocolDecodeError("varint runs past the end of the buffer")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    raise ProtocolDecodeError(f"varint longer than {max_bytes} bytes")
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag-encoded signed varint (works for both Kafka's varint and varlong)."""
+    return encode_uvarint((value << 1) ^ (value >> 63))
+
+
+def decode_varint(buf: BytesLike, pos: int, end: int | None = None) -> tuple[int, int]:
+    """A zigzag varint (int32 range); return (value, next position)."""
+    raw, pos = decode_uvarint(buf, pos, end, 5)
+    if raw > 0xFFFFFFFF:
+        raise ProtocolDecodeError("varint out of int32 range")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def decode_varlong(buf: BytesLike, pos: int, end: int | None = None) -> tuple[int, int]:
+    """A zigzag varlong (int64 range); return (value, next position)."""
+    raw, pos = decode_uvarint(buf, pos, end, 10)
+    if raw > 0xFFFFFFFFFFFFFFFF:
+        raise ProtocolDecodeError("varlong out of int64 range")
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def varint_size(value: int) -> int:
+    """Bytes the zigzag varint of ``value`` takes."""
+    raw = (value << 1) ^ (value >> 63)
+    size = 1
+    while raw > 0x7F:
+        raw >>= 7
+        size += 1
+    return size
+
+
+# --- reading ------------------------------------------------------------------------------
+
+class Reader:
+    """A cursor over a bytes-like buffer; every read checks bounds and advances ``pos``."""
+
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, data: BytesLike, pos: int = 0, end: int | None = None) -> None:
+        self.buf = data if isinstance(data, memoryview) else memoryview(data)
+        if self.buf.ndim != 1 or self.buf.itemsize != 1:
+            self.buf = self.buf.cast("B")
+        self.pos = pos
+        self.end = len(self.buf) if end is None else end
+
+    @property
+    def remaining(self) -> int:
+        return self.end - self.pos
+
+    def _short(self, need: int) -> ProtocolDecodeError:
+        return ProtocolDecodeError(f"need {need} bytes at position {self.pos}, only {self.end - self.pos} left")
+
+    def unpack(self, st: struct.Struct) -> tuple:
+        """Unpack a fixed-size struct at the cursor."""
+        pos = self.pos
+        new = pos + st.size
+        if new > self.end:
+            raise self._short(st.size)
+        self.pos = new
+        return st.unpack_from(self.buf, pos)
+
+    def _one(self, st: struct.Struct) -> Any:
+        pos = self.pos
+        new = pos + st.size
+        if new > self.end:
+            raise self._short(st.size)
+        self.pos = new
+        return st.unpack_from(self.buf, pos)[0]
+
+    def int8(self) -> int:
+        return self._one(INT8)
+
+    def int16(self) -> int:
+        return self._one(INT16)
+
+    def int32(self) -> int:
+        return self._one(INT32)
+
+    def int64(self) -> int:
+        return self._one(INT64)
+
+    def uint32(self) -> int:
+        return self._one(UINT32)
+
+    def float64(self) -> float:
+        return self._one(FLOAT64)
+
+    def boolean(self) -> bool:
+        return self._one(BOOL)
+
+    def uuid(self) -> _uuid.UUID:
+        return _uuid.UUID(bytes=bytes(self.raw(16)))
+
+    def varint(self) -> int:
+        value, self.pos = decode_varint(self.buf, self.pos, self.end)
+        return value
+
+    def varlong(self) -> int:
+        value, self.pos = decode_varlong(self.buf, self.pos, self.end)
+        return value
+
+    def raw(self, size: int) -> memoryview:
+        """The next ``size`` bytes as a view (no copy)."""
+        pos = self.pos
+        new = pos + size
+        if size < 0 or new > self.end:
+            raise self._short(size)
+        self.pos = new
+        return self.buf[pos:new]
+
+    def _length(self, st: struct.Struct, what: str, nullable: bool) -> int:
+        size = self._one(st)
+        if size < 0 and not (nullable and size == NULL_LENGTH):
+            raise ProtocolDecodeError(f"negative {what} length {size} at position {self.pos - st.size}")
+        return size
+
+    def _text(self, size: int) -> str:
+        try:
+            return str(self.raw(size), "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolDecodeError(f"string is not valid UTF-8: {exc}") from None
+
+    def string(self) -> str:
+        return self._text(self._length(INT16, "string", False))
+
+    def nullable_string(self) -> str | None:
+        size = self._length(INT16, "string", True)
+        return None if size < 0 else self._text(size)
+
+    def bytes(self) -> bytes:
+        return bytes(self.raw(self._length(INT32, "bytes", False)))
+
+    def nullable_bytes(self) -> bytes | None:
+        size = self._length(INT32, "bytes", True)
+        return None if size < 0 else bytes(self.raw(size))
+
+    def records(self) -> bytearray | None:
+        """A record set: nullable bytes, returned mutable so storage can stamp offsets in place."""
+        size = self._length(INT32, "records", True)
+        return None if size < 0 else bytearray(self.raw(size))
+
+    def array_length(self, min_item_size: int, nullable: bool) -> int:
+        """Read an array count and reject one that cannot fit in what is left (-1: null)."""
+        count = self._length(INT32, "array", nullable)
+        if count > 0 and count * max(min_item_size, 1) > self.end - self.pos:
+            raise ProtocolDecodeError(f"array of {count} items cannot fit in {self.end - self.pos} bytes")
+        return count
+
+    def array(self, read_item: Callable[[Reader], Any], min_item_size: int = 1) -> list:
+        count = self.array_length(min_item_size, False)
+        return [read_item(self) for _ in range(count)]
+
+    def nullable_array(self, read_item: Callable[[Reader], Any], min_item_size: int = 1) -> list | None:
+        count = self.array_length(min_item_size, True)
+        return None if count < 0 else [read_item(self) for _ in range(count)]
+
+
+# --- writing ------------------------------------------------------------------------------
+
+class Writer:
+    """Accumulates an encoding; ``chunks()`` returns ``list[bytes | out-of-band object]``."""
+
+    __slots__ = ("buf", "_chunks")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self._chunks: list[Any] = []
+
+    def _close_chunk(self) -> None:
+        if self.buf:
+            self._chunks.append(bytes(self.buf))
+            self.buf = bytearray()
+
+    def append_chunk(self, obj: Any) -> None:
+        """End the current byte chunk and add ``obj`` (bytes or a FileSlice-like) as is."""
+        self._close_chunk()
+        self._chunks.append(obj)
+
+    def chunks(self) -> list[Any]:
+        """The encoding so far as a list of bytes and out-of-band objects."""
+        self._close_chunk()
+        return list(self._chunks)
+
+    def pack(self, st: struct.Struct, *values: Any) -> None:
+        self.buf += st.pack(*values)
+
+    def int8(self, v: int) -> None:
+        self.buf += INT8.pack(v)
+
+    def int16(self, v: int) -> None:
+        self.buf += INT16.pack(v)
+
+    def int32(self, v: int) -> None:
+        self.buf += INT32.pack(v)
+
+    def int64(self, v: int) -> None:
+        self.buf += INT64.pack(v)
+
+    def uint32(self, v: int) -> None:
+        self.buf += UINT32.pack(v)
+
+    def float64(self, v: float) -> None:
+        self.buf += FLOAT64.pack(v)
+
+    def boolean(self, v: bool) -> None:
+        self.buf += BOOL.pack(bool(v))
+
+    def uuid(self, v: _uuid.UUID) -> None:
+        self.buf += v.bytes
+
+    def varint(self, v: int) -> None:
+        self.buf += encode_varint(v)
+
+    varlong = varint
+
+    def raw(self, data: BytesLike) -> None:
+        self.buf += data
+
+    def string(self, v: str) -> None:
+        if v is None:
+            raise ProtocolEncodeError("null for a non-nullable string")
+        data = v.encode("utf-8")
+        if len(data) > MAX_STRING_LENGTH:
+            raise ProtocolEncodeError(f"string of {len(data)} bytes exceeds {MAX_STRING_LENGTH}")
+        self.buf += INT16.pack(len(data))
+        self.buf += data
+
+    def nullable_string(self, v: str | None) -> None:
+        if v is None:
+            self.buf += INT16.pack(NULL_LENGTH)
+        else:
+            self.string(v)
+
+    def bytes(self, v: BytesLike) -> None:
+        if v is None:
+            raise ProtocolEncodeError("null for non-nullable bytes")
+        self.buf += INT32.pack(len(v))
+        self.buf += v
+
+    def nullable_bytes(self, v: BytesLike | None) -> None:
+        if v is None:
+            self.buf += INT32.pack(NULL_LENGTH)
+        else:
+            self.bytes(v)
+
+    def records(self, v: Any) -> None:
+        """Nullable bytes, or an out-of-band object with an int ``size`` sent after its length."""
+        if v is None:
+            self.buf += INT32.pack(NULL_LENGTH)
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            size = v.nbytes if isinstance(v, memoryview) else len(v)
+            self.buf += INT32.pack(size)
+            if size >= LARGE_CHUNK and isinstance(v, bytes):
+                self.append_chunk(v)
+            else:
+                self.buf += v
+        else:
+            size = getattr(v, "size", None)
+            if not isinstance(size, int) or size < 0:
+                raise ProtocolEncodeError(f"records value {type(v).__name__} is neither bytes-like nor sized")
+            self.buf += INT32.pack(size)
+            self.append_chunk(v)
+
+    def array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
+        if items is None:
+            raise ProtocolEncodeError("null for a non-nullable array")
+        self.nullable_array(items, write_item)
+
+    def nullable_array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
+        if items is None:
+            self.buf += INT32.pack(NULL_LENGTH)
+            return
+        if not hasattr(items, "__len__"):
+            items = list(items)
+        self.buf += INT32.pack(len(items))
+        for item in items:
+            write_item(self, item)
+
+
+# --- type descriptors for the schema engine ------------------------------------------------
+
+class Type(NamedTuple):
+    """One primitive: how to read and write it, its default and smallest encoding.
+
+    ``fmt`` is its struct format character when fixed-width, so runs of fixed fields can be
+    packed with one struct call.
+    """
+
+    name: str
+    read: Callable[[Reader], Any]
+    write: Callable[[Writer, Any], None]
+    default: Any
+    min_size: int
+    fmt: str | None = None
+
+
+def _fixed(name: str, st: struct.Struct, read: Callable, write: Callable, default: Any) -> Type:
+    return Type(name, read, write, default, st.size, st.format[-1])
+
+
+INT8_T = _fixed("int8", INT8, Reader.int8, Writer.int8, 0)
+INT16_T = _fixed("int16", INT16, Reader.int16, Writer.int16, 0)
+INT32_T = _fixed("int32", INT32, Reader.int32, Writer.int32, 0)
+INT64_T = _fixed("int64", INT64, Reader.int64, Writer.int64, 0)
+UINT32_T = _fixed("uint32", UINT32, Reader.uint32, Writer.uint32, 0)
+FLOAT64_T = _fixed("float64", FLOAT64, Reader.float64, Writer.float64, 0.0)
+BOOL_T = _fixed("bool", BOOL, Reader.boolean, Writer.boolean, False)
+UUID_T = Type("uuid", Reader.uuid, Writer.uuid, _uuid.UUID(int=0), 16)
+STRING_T = Type("string", Reader.string, Writer.string, "", 2)
+NULLABLE_STRING_T = Type("nullable_string", Reader.nullable_string, Writer.nullable_string, None, 2)
+BYTES_T = Type("bytes", Reader.bytes, Writer.bytes, b"", 4)
+NULLABLE_BYTES_T = Type("nullable_bytes", Reader.nullable_bytes, Writer.nullable_bytes, None, 4)
+RECORDS_T = Type("records", Reader.records, Writer.records, None, 4)
+
+# Schema type names (as in Kafka's JSON) -> (type, its nullable variant or None).
+PRIMITIVES: dict[str, tuple[Type, Type | None]] = {
+    "int8": (INT8_T, None),
+    "int16": (INT16_T, None),
+    "int32": (INT32_T, None),
+    "int64": (INT64_T, None),
+    "uint32": (UINT32_T, None),
+    "float64": (FLOAT64_T, None),
+    "bool": (BOOL_T, None),
+    "uuid": (UUID_T, None),
+    "string": (STRING_T, NULLABLE_STRING_T),
+    "bytes": (BYTES_T, NULLABLE_BYTES_T),
+    "records": (RECORDS_T, RECORDS_T),
+}

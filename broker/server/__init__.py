@@ -1,0 +1,1 @@
+"""The Twisted side of the broker: listener, framing, dispatch, handlers, delayed operations."""

@@ -1,0 +1,163 @@
+"""One client connection: size-prefixed frames in, responses out in request order.
+
+Requests may complete out of order (a long-polling fetch, a produce waiting on a flush), but a
+Kafka client matches responses by order as well as correlation id, so each request reserves a
+slot and responses are written only from the head of the queue.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from broker.protocol.errors import ProtocolDecodeError
+from broker.protocol.header import RequestHeader, decode_request_header
+from broker.server.dispatch import NO_RESPONSE, Dispatcher
+from broker.server.sendfile import SliceSender, supports_zero_copy
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = Logger()
+
+_SIZE_BYTES = 4
+_READ_BUFFER_SIZE = 256 * 1024
+_PENDING = object()
+
+
+class _Slot:
+    """A response position reserved for one request."""
+
+    __slots__ = ("header", "parts")
+
+    def __init__(self, header: RequestHeader) -> None:
+        self.header = header
+        self.parts: Any = _PENDING
+
+
+class KafkaConnection(Protocol):
+    """Reads Kafka request frames, dispatches them, writes the responses in order."""
+
+    def __init__(self, broker: "Broker", dispatcher: Dispatcher) -> None:
+        self.broker = broker
+        self.dispatcher = dispatcher
+        self.max_request_bytes = broker.config.socket_request_max_bytes
+        self._buffer = bytearray()
+        self._slots: deque[_Slot] = deque()
+        self._outgoing: deque[Any] = deque()
+        self._sending_slice = False
+        self._closed = False
+        self._zero_copy = False
+
+    def connectionMade(self) -> None:
+        transport = self.transport
+        if hasattr(transport, "bufferSize"):
+            transport.bufferSize = _READ_BUFFER_SIZE
+        if hasattr(transport, "setTcpNoDelay"):
+            transport.setTcpNoDelay(True)
+        self._zero_copy = supports_zero_copy(transport)
+
+    def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[override]
+        self._closed = True
+        self._slots.clear()
+        self._outgoing.clear()
+
+    def dataReceived(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        while not self._closed and len(buffer) >= _SIZE_BYTES:
+            size = int.from_bytes(buffer[:_SIZE_BYTES], "big", signed=True)
+            if size < 0 or size > self.max_request_bytes:
+                self._close(f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})")
+                return
+            end = _SIZE_BYTES + size
+            if len(buffer) < end:
+                return
+            frame = buffer[_SIZE_BYTES:end]
+            del buffer[:end]
+            self._handle_frame(frame)
+
+    def _handle_frame(self, frame: bytearray) -> None:
+        try:
+            header = decode_request_header(frame)
+        except ProtocolDecodeError as exc:
+            self._close(f"malformed request header: {exc}")
+            return
+        try:
+            result = self.dispatcher.dispatch(self.broker, header, memoryview(frame)[header.body_offset :])
+        except ProtocolDecodeError as exc:
+            self._close(f"malformed {header.api_key} v{header.api_version} request: {exc}")
+            return
+        slot = _Slot(header)
+        self._slots.append(slot)
+        if isinstance(result, defer.Deferred):
+            result.addCallbacks(self._fill, self._fail, callbackArgs=(slot,), errbackArgs=(slot,))
+        else:
+            self._fill(result, slot)
+
+    def _fill(self, response: Any, slot: _Slot) -> None:
+        if self._closed:
+            return
+        try:
+            slot.parts = None if response is NO_RESPONSE else self.dispatcher.encode_response(slot.header, response)
+        except Exception:
+            log.failure("encoding response to {header}", header=slot.header)
+            self._close("could not encode a response")
+            return
+        self._flush_ready()
+
+    def _fail(self, failure: Failure, slot: _Slot) -> None:
+        log.failure("handling {header} from {peer}", failure, header=slot.header, peer=self.transport.getPeer())
+        self._close("internal error while handling a request")
+
+    def _flush_ready(self) -> None:
+        slots = self._slots
+        while slots and slots[0].parts is not _PENDING:
+            parts = slots.popleft().parts
+            if parts is not None:
+                self._outgoing.extend(parts)
+        self._pump()
+
+    def _pump(self) -> None:
+        """Write queued response parts; a file slice pauses the queue until it is sent."""
+        outgoing = self._outgoing
+        transport = self.transport
+        while outgoing and not self._sending_slice and not self._closed:
+            part = outgoing.popleft()
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                transport.write(part)
+            elif self._zero_copy:
+                self._sending_slice = True
+                SliceSender(transport, part, self._slice_sent).start()
+            else:
+                transport.write(part.read_bytes())
+
+    def _slice_sent(self) -> None:
+        self._sending_slice = False
+        self._pump()
+
+    def _close(self, why: str) -> None:
+        if self._closed:
+            return
+        log.info("closing connection from {peer}: {why}", peer=self.transport.getPeer(), why=why)
+        self._closed = True
+        self._buffer.clear()
+        self.transport.loseConnection()
+
+
+class KafkaServerFactory(Factory):
+    """Builds a KafkaConnection per accepted client."""
+
+    noisy = False
+
+    def __init__(self, broker: "Broker", dispatcher: Dispatcher) -> None:
+        self.broker = broker
+        self.dispatcher = dispatcher
+
+    def buildProtocol(self, addr: Any) -> KafkaConnection:
+        return KafkaConnection(self.broker, self.dispatcher)

@@ -1,0 +1,83 @@
+"""The table from API key to handler, and the request/response framing around it.
+
+Each handler module under ``broker.server.handlers`` declares one ``Handler``; the versions it
+declares are exactly what ApiVersions advertises, so the two cannot disagree.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from broker.protocol.errors import ProtocolDecodeError
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+NO_RESPONSE = object()
+"""Returned by a handler when the client expects no answer (produce with acks=0)."""
+
+_RESPONSE_PREFIX = struct.Struct(">ii")
+
+
+@dataclass(frozen=True)
+class Handler:
+    """How one API is served: its version range and the function that answers it."""
+
+    api_key: ApiKey
+    min_version: int
+    max_version: int
+    handle: Callable[["Broker", RequestHeader, dict], Any]
+    # ApiVersions must answer any version (in v0 form, with UNSUPPORTED_VERSION) so that a
+    # newer client can learn what is served.
+    answers_unsupported_versions: bool = False
+
+    def serves(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+class Dispatcher:
+    """Decodes a request body, calls its handler, encodes the response with its header."""
+
+    def __init__(self, handlers: list[Handler]) -> None:
+        self.handlers = {handler.api_key: handler for handler in handlers}
+
+    def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
+        return {key: (h.min_version, h.max_version) for key, h in sorted(self.handlers.items())}
+
+    def dispatch(self, broker: "Broker", header: RequestHeader, body: memoryview) -> Any:
+        """Answer one request: a response dict, a Deferred of one, or NO_RESPONSE.
+
+        Raises ProtocolDecodeError for an unknown API, an unserved version or a body that does
+        not fit the schema; the connection is then closed, as Kafka does.
+        """
+        handler = self.handlers.get(header.api_key)
+        if handler is None:
+            raise ProtocolDecodeError(f"unknown api key {header.api_key}")
+        if not handler.serves(header.api_version):
+            if handler.answers_unsupported_versions:
+                return handler.handle(broker, header, {})
+            raise ProtocolDecodeError(
+                f"{ApiKey(header.api_key).name} v{header.api_version} is not served "
+                f"(versions {handler.min_version}-{handler.max_version})"
+            )
+        request = REQUESTS[handler.api_key].decode(header.api_version, body)
+        return handler.handle(broker, header, request)
+
+    def response_version(self, header: RequestHeader) -> int:
+        handler = self.handlers[header.api_key]
+        return header.api_version if handler.serves(header.api_version) else 0
+
+    def encode_response(self, header: RequestHeader, response: dict) -> list[Any]:
+        """The response frame as parts: bytes, and file slices to send zero-copy."""
+        parts = RESPONSES[header.api_key].encode(self.response_version(header), response)
+        size = 4 + sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size for p in parts)
+        prefix = _RESPONSE_PREFIX.pack(size, header.correlation_id)
+        if parts and isinstance(parts[0], (bytes, bytearray)):
+            parts[0] = prefix + parts[0]
+        else:
+            parts.insert(0, prefix)
+        return parts

@@ -1,0 +1,28 @@
+"""One module per Kafka API; ``ALL_HANDLERS`` is the dispatch table's content."""
+
+from broker.server.handlers import (
+    api_versions,
+    create_topics,
+    delete_topics,
+    describe_configs,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+
+ALL_HANDLERS = [
+    module.HANDLER
+    for module in (
+        produce,
+        fetch,
+        list_offsets,
+        metadata,
+        api_versions,
+        create_topics,
+        delete_topics,
+        init_producer_id,
+        describe_configs,
+    )
+]

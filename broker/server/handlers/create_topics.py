@@ -1,0 +1,53 @@
+"""CreateTopics: create each requested topic, answering an error code per topic."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer
+
+from broker.protocol.errors import ErrorCode, InvalidRequestError
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+    topics = request["topics"]
+    counts: dict[str, int] = {}
+    for topic in topics:
+        counts[topic["name"]] = counts.get(topic["name"], 0) + 1
+    attempts = []
+    for topic in topics:
+        if counts[topic["name"]] > 1:
+            attempts.append(defer.fail(InvalidRequestError(f"topic {topic['name']} appears more than once in the request")))
+            continue
+        assignment = {a["partition_index"]: list(a["broker_ids"]) for a in topic.get("assignments") or []} or None
+        configs = {c["name"]: c["value"] for c in topic.get("configs") or []}
+        attempts.append(
+            broker.topics.create(
+                topic["name"],
+                topic["num_partitions"],
+                topic["replication_factor"],
+                assignment,
+                configs,
+                validate_only=request.get("validate_only", False),
+            )
+        )
+    d = defer.DeferredList(attempts, consumeErrors=True)
+    d.addCallback(lambda results: {"throttle_time_ms": 0, "topics": [_result(t["name"], r) for t, r in zip(topics, results)]})
+    return d
+
+
+def _result(name: str, outcome: tuple[bool, Any]) -> dict:
+    ok, value = outcome
+    if ok:
+        return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+    exc = value.value
+    return {"name": name, "error_code": getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR), "error_message": str(exc)}
+
+
+HANDLER = Handler(ApiKey.CREATE_TOPICS, 2, 4, handle)

@@ -1,0 +1,39 @@
+"""DeleteTopics: remove topics from ZooKeeper and their logs, when deletion is enabled."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer
+
+from broker.protocol.errors import ErrorCode, TopicDeletionDisabledError, UnknownTopicOrPartitionError
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+    names = list(request["topic_names"])
+    d = defer.DeferredList([_delete(broker, name) for name in names], consumeErrors=True)
+    d.addCallback(lambda results: {"throttle_time_ms": 0, "responses": [_result(n, r) for n, r in zip(names, results)]})
+    return d
+
+
+def _delete(broker: "Broker", name: str) -> defer.Deferred[None]:
+    if not broker.config.delete_topic_enable:
+        return defer.fail(TopicDeletionDisabledError("delete.topic.enable is false on this broker"))
+    if name not in broker.metadata.topics:
+        return defer.fail(UnknownTopicOrPartitionError(f"topic {name} does not exist"))
+    return broker.topics.delete(name)
+
+
+def _result(name: str, outcome: tuple[bool, Any]) -> dict:
+    ok, value = outcome
+    code = ErrorCode.NONE if ok else getattr(value.value, "code", ErrorCode.UNKNOWN_SERVER_ERROR)
+    return {"name": name, "error_code": code}
+
+
+HANDLER = Handler(ApiKey.DELETE_TOPICS, 1, 3, handle)

@@ -1,0 +1,94 @@
+"""DescribeConfigs: a topic's effective configuration (overrides over broker defaults), or a
+broker's own settings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from twisted.internet import defer, threads
+
+from broker.protocol.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+TOPIC = 2
+BROKER = 4
+# Kafka's ConfigSource ids.
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+    resources = request["resources"]
+    d = defer.DeferredList([_describe(broker, r) for r in resources], consumeErrors=True)
+    d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(r, o) for r, o in zip(resources, results)]})
+    return d
+
+
+def _describe(broker: "Broker", resource: dict) -> defer.Deferred[list[dict]]:
+    describe: Callable[["Broker", str], Any] | None = DESCRIBERS.get(resource["resource_type"])
+    if describe is None:
+        return defer.fail(InvalidRequestError(f"resource type {resource['resource_type']} is not supported"))
+    d = defer.maybeDeferred(describe, broker, resource["resource_name"])
+    keys = resource.get("configuration_keys")
+    if keys is not None:
+        d.addCallback(lambda configs: [c for c in configs if c["name"] in set(keys)])
+    return d
+
+
+def _topic_configs(broker: "Broker", topic: str) -> defer.Deferred[list[dict]]:
+    if topic not in broker.metadata.topics:
+        return defer.fail(UnknownTopicOrPartitionError(f"topic {topic} does not exist"))
+    d = threads.deferToThread(broker.zk.topic_config, topic)
+
+    def merge(overrides: dict[str, str]) -> list[dict]:
+        effective = broker.log_config.with_overrides(overrides).topic_props()
+        return [
+            _entry(name, value, DYNAMIC_TOPIC_CONFIG if name in overrides else DEFAULT_CONFIG)
+            for name, value in sorted(effective.items())
+        ]
+
+    d.addCallback(merge)
+    return d
+
+
+def _broker_configs(broker: "Broker", name: str) -> list[dict]:
+    if name not in ("", str(broker.broker_id)):
+        raise InvalidRequestError(f"this is broker {broker.broker_id}, not {name}")
+    return [_entry(key, value, STATIC_BROKER_CONFIG) for key, value in sorted(broker.config.props.items())]
+
+
+def _entry(name: str, value: str, source: int) -> dict:
+    sensitive = any(word in name for word in SENSITIVE_WORDS)
+    return {
+        "name": name,
+        "value": None if sensitive else value,
+        "read_only": source != DYNAMIC_TOPIC_CONFIG,
+        "is_default": source == DEFAULT_CONFIG,
+        "config_source": source,
+        "is_sensitive": sensitive,
+        "synonyms": [],
+        "config_type": 0,
+        "documentation": None,
+    }
+
+
+def _result(resource: dict, outcome: tuple[bool, Any]) -> dict:
+    ok, value = outcome
+    result = {"resource_type": resource["resource_type"], "resource_name": resource["resource_name"]}
+    if ok:
+        return {**result, "error_code": ErrorCode.NONE, "error_message": None, "configs": value}
+    exc = value.value
+    code = exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+    return {**result, "error_code": code, "error_message": str(exc), "configs": []}
+
+
+DESCRIBERS: dict[int, Callable[["Broker", str], Any]] = {TOPIC: _topic_configs, BROKER: _broker_configs}
+
+HANDLER = Handler(ApiKey.DESCRIBE_CONFIGS, 1, 3, handle)

@@ -1,0 +1,32 @@
+"""InitProducerId: a fresh producer id for an idempotent producer.
+
+Ids come from blocks claimed in ZooKeeper, so they are unique across brokers and restarts.
+Transactions are not served: a transactional id is refused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from twisted.internet import defer, threads
+
+from broker.protocol.errors import ErrorCode
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+INITIAL_EPOCH = 0
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict] | dict:
+    if request.get("transactional_id") is not None:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "producer_id": -1, "producer_epoch": -1}
+    d = threads.deferToThread(broker.producer_ids.next_id)
+    d.addCallback(lambda pid: {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid, "producer_epoch": INITIAL_EPOCH})
+    return d
+
+
+HANDLER = Handler(ApiKey.INIT_PRODUCER_ID, 0, 1, handle)

@@ -1,0 +1,114 @@
+"""Metadata: live brokers, and topics with their partition leaders and replicas.
+
+Unknown topics are created first when ``auto.create.topics.enable`` is on and the client allows
+it, so the answer already carries their leaders.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer
+
+from broker.protocol.errors import ErrorCode, KafkaError
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+from broker.server.metadata import PartitionInfo
+from broker.server.topics import validate_topic_name
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+    requested = request.get("topics")
+    if requested is None or (header.api_version == 0 and not requested):
+        names = None
+    else:
+        names = list(dict.fromkeys(t["name"] for t in requested))
+    to_create = _auto_creatable(broker, names, request.get("allow_auto_topic_creation", True))
+    if not to_create:
+        return _build(broker, names, {})
+    creations = [broker.topics.create(name) for name in to_create]
+    d = defer.DeferredList(creations, consumeErrors=True)
+    d.addCallback(lambda results: _build(broker, names, _creation_errors(to_create, results)))
+    return d
+
+
+def _auto_creatable(broker: "Broker", names: list[str] | None, allowed: bool) -> list[str]:
+    if not names or not allowed or not broker.config.auto_create_topics_enable:
+        return []
+    unknown = [n for n in names if n not in broker.metadata.topics]
+    valid = []
+    for name in unknown:
+        try:
+            validate_topic_name(name)
+            valid.append(name)
+        except KafkaError:
+            pass
+    return valid
+
+
+def _creation_errors(names: list[str], results: list[tuple[bool, Any]]) -> dict[str, int]:
+    errors = {}
+    for name, (ok, value) in zip(names, results):
+        if not ok:
+            exc = value.value
+            code = getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR)
+            if code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                errors[name] = code
+    return errors
+
+
+def _build(broker: "Broker", names: list[str] | None, creation_errors: dict[str, int]) -> dict:
+    cache = broker.metadata
+    if names is None:
+        names = sorted(cache.topics)
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in cache.brokers.values()
+        ],
+        "cluster_id": cache.cluster_id,
+        "controller_id": cache.controller_id,
+        "topics": [_topic(broker, name, creation_errors.get(name)) for name in names],
+        "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _topic(broker: "Broker", name: str, creation_error: int | None) -> dict:
+    partitions = broker.metadata.topics.get(name)
+    topic = {"name": name, "is_internal": False, "partitions": [], "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+    if partitions is None:
+        if creation_error is not None:
+            topic["error_code"] = creation_error
+        else:
+            try:
+                validate_topic_name(name)
+                topic["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            except KafkaError as exc:
+                topic["error_code"] = exc.code
+        return topic
+    topic["error_code"] = ErrorCode.NONE
+    live = broker.metadata.brokers
+    topic["partitions"] = [_partition(info, live) for _, info in sorted(partitions.items())]
+    return topic
+
+
+def _partition(info: PartitionInfo, live: dict[int, Any]) -> dict:
+    leader_live = info.leader in live
+    return {
+        "error_code": ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE,
+        "partition_index": info.partition,
+        "leader_id": info.leader if leader_live else -1,
+        "leader_epoch": info.leader_epoch,
+        "replica_nodes": info.replicas,
+        "isr_nodes": info.isr,
+        "offline_replicas": [r for r in info.replicas if r not in live],
+    }
+
+
+HANDLER = Handler(ApiKey.METADATA, 0, 8, handle)

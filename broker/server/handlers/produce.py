@@ -1,0 +1,65 @@
+"""Produce: validate each partition's batches and append them to the leader's log.
+
+Batches are checked (size, magic, CRC, count) and stamped with offsets, never parsed or
+recompressed. A bad batch fails only its own partition and writes nothing of it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from broker.protocol.errors import (
+    ErrorCode,
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    KafkaError,
+)
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import NO_RESPONSE, Handler
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+VALID_ACKS = (0, 1, -1)
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+    acks = request["acks"]
+    responses = [
+        {
+            "name": topic["name"],
+            "partition_responses": [
+                _append(broker, topic["name"], part["index"], part["records"], acks) for part in topic["partition_data"]
+            ],
+        }
+        for topic in request["topic_data"]
+    ]
+    if acks == 0:
+        return NO_RESPONSE
+    return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _append(broker: "Broker", topic: str, partition: int, records: Any, acks: int) -> dict:
+    response = {"index": partition, "error_code": ErrorCode.NONE, "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}
+    try:
+        if acks not in VALID_ACKS:
+            raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1, not {acks}")
+        log = broker.replicas.leader_log(topic, partition)
+        if not records:
+            raise InvalidRecordError("produce request carries no record batch")
+        # Offsets are stamped into the batch in place: it needs a writable buffer.
+        buffer = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
+        result = log.append(buffer)
+    except KafkaError as exc:
+        response["error_code"] = exc.code
+        return response
+    response["base_offset"] = result.first_offset
+    response["log_append_time_ms"] = result.log_append_time
+    response["log_start_offset"] = result.log_start_offset
+    if not result.duplicate:
+        broker.appended(topic, partition, len(buffer))
+    return response
+
+
+HANDLER = Handler(ApiKey.PRODUCE, 3, 7, handle)

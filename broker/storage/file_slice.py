@@ -1,0 +1,77 @@
+"""Open segment files and byte ranges of them handed to the network layer."""
+
+from __future__ import annotations
+
+import os
+
+
+class SegmentFile:
+    """An open ``.log`` file. Its descriptor closes when the last holder drops it.
+
+    Retention unlinks a segment and drops the log's reference, but a ``FileSlice`` being
+    sent keeps this object (and so the descriptor and the unlinked inode) alive.
+    """
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: str, *, create: bool = False) -> None:
+        flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        self.path = path
+        self.fd = -1
+        self.fd = os.open(path, flags, 0o644)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def pread(self, size: int, position: int) -> bytes:
+        """Read up to ``size`` bytes at ``position`` (fewer only at end of file)."""
+        data = os.pread(self.fd, size, position)
+        if len(data) == size or not data:
+            return data
+        parts = [data]
+        got = len(data)
+        while got < size:
+            more = os.pread(self.fd, size - got, position + got)
+            if not more:
+                break
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+    def __repr__(self) -> str:
+        return f"SegmentFile({self.path!r}, fd={self.fd})"
+
+
+class FileSlice:
+    """``size`` bytes at ``position`` of an open segment file, for ``os.sendfile``."""
+
+    __slots__ = ("file", "position", "size")
+
+    def __init__(self, file: SegmentFile, position: int, size: int) -> None:
+        self.file = file
+        self.position = position
+        self.size = size
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def read_bytes(self) -> bytes:
+        """The slice's bytes (the TLS/test fallback); short only if the log was truncated since."""
+        return self.file.pread(self.size, self.position)
+
+    def __repr__(self) -> str:
+        return f"FileSlice({self.file.path!r}, position={self.position}, size={self.size})"

@@ -1,0 +1,48 @@
+"""`logbus server-start conf/server.properties [--override key=value ...]`: run one broker
+in the foreground until SIGTERM or SIGINT, then shut down cleanly."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from broker.config import BrokerConfig, ConfigError, load_properties, parse_overrides
+from broker.tools import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="path to server.properties")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeatable)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        props = load_properties(args.config)
+        props.update(parse_overrides(args.override))
+        config = BrokerConfig.from_properties(props)
+    except (ConfigError, OSError) as exc:
+        raise CommandError(str(exc)) from exc
+
+    from twisted.internet import reactor
+    from twisted.logger import Logger, globalLogBeginner, textFileLogObserver
+
+    from broker.cluster.zk import BrokerIdInUseError
+    from broker.server.broker import Broker
+
+    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stdout)], redirectStandardIO=False)
+    unknown = config.unknown_keys()
+    if unknown:
+        Logger().warn("ignoring unknown properties: {keys}", keys=", ".join(sorted(unknown)))
+    broker = Broker(config, reactor)
+    try:
+        broker.start()
+    except BrokerIdInUseError as exc:
+        raise CommandError(str(exc)) from exc
+    except Exception as exc:  # a broker that cannot start says why in one line; the log has the trace
+        Logger().failure("broker {id} failed to start", id=config.broker_id)
+        raise CommandError(f"broker {config.broker_id} failed to start: {exc}") from exc
+    reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
+    reactor.run()
+    return 0

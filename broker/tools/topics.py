@@ -1,0 +1,106 @@
+"""`logbus topics`: Kafka's kafka-topics command — --create, --list, --describe, --delete."""
+
+from __future__ import annotations
+
+import argparse
+
+from broker.client.admin import AdminClient, TopicDescription
+from broker.client.connection import BrokerConnectionError
+from broker.config import ConfigError, parse_overrides
+from broker.protocol.errors import ErrorCode, KafkaError
+from broker.tools import CommandError
+
+ACTIONS = ("create", "list", "describe", "delete", "alter")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="a broker to talk to")
+    actions = parser.add_mutually_exclusive_group(required=True)
+    for action in ACTIONS:
+        actions.add_argument(f"--{action}", action="store_true", help=f"{action} topics")
+    parser.add_argument("--topic", help="the topic's name")
+    parser.add_argument("--partitions", type=int, default=-1, help="number of partitions (default: num.partitions)")
+    parser.add_argument(
+        "--replication-factor", type=int, default=-1, help="replicas per partition (default: default.replication.factor)"
+    )
+    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config override")
+    parser.add_argument("--if-not-exists", action="store_true", help="with --create: no error if the topic exists")
+    parser.add_argument("--if-exists", action="store_true", help="with --delete/--describe: no error if it is missing")
+
+
+def run(args: argparse.Namespace) -> int:
+    action = next(a for a in ACTIONS if getattr(args, a))
+    if action in ("create", "delete", "alter") and not args.topic:
+        raise CommandError(f"--{action} needs --topic")
+    if action == "alter":
+        raise CommandError("--alter (adding partitions) needs the controller, which comes with replication; not served yet")
+    try:
+        with AdminClient(args.bootstrap_server) as admin:
+            return COMMANDS[action](admin, args)
+    except BrokerConnectionError as exc:
+        raise CommandError(str(exc)) from exc
+    except KafkaError as exc:
+        raise CommandError(f"{exc.code.name if hasattr(exc.code, 'name') else exc.code}: {exc}") from exc
+
+
+def _create(admin: AdminClient, args: argparse.Namespace) -> int:
+    try:
+        configs = parse_overrides(args.config)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        admin.create_topic(args.topic, args.partitions, args.replication_factor, configs)
+    except KafkaError as exc:
+        if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS and args.if_not_exists:
+            return 0
+        raise
+    print(f"Created topic {args.topic}.")
+    return 0
+
+
+def _list(admin: AdminClient, args: argparse.Namespace) -> int:
+    for name in admin.list_topics():
+        print(name)
+    return 0
+
+
+def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
+    try:
+        topics = admin.describe_topics([args.topic] if args.topic else None)
+    except KafkaError as exc:
+        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and args.if_exists:
+            return 0
+        raise
+    for topic in sorted(topics, key=lambda t: t.name):
+        topic.configs = admin.topic_configs(topic.name)
+        print(format_description(topic))
+    return 0
+
+
+def format_description(topic: TopicDescription) -> str:
+    """Kafka's --describe shape: a topic line, then one tab-indented line per partition."""
+    configs = ",".join(f"{k}={v}" for k, v in sorted(topic.configs.items()))
+    lines = [
+        f"Topic: {topic.name}\tPartitionCount: {len(topic.partitions)}\t"
+        f"ReplicationFactor: {topic.replication_factor}\tConfigs: {configs}"
+    ]
+    for p in topic.partitions:
+        lines.append(
+            f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {p.leader if p.leader >= 0 else 'none'}\t"
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+        )
+    return "\n".join(lines)
+
+
+def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
+    try:
+        admin.delete_topic(args.topic)
+    except KafkaError as exc:
+        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and args.if_exists:
+            return 0
+        raise
+    print(f"Deleted topic {args.topic}.")
+    return 0
+
+
+COMMANDS = {"create": _create, "list": _list, "describe": _describe, "delete": _delete}

@@ -1,0 +1,1 @@
+"""The mirror-maker: many source clusters into one aggregate cluster."""

@@ -1,0 +1,1 @@
+"""Batch pipelines: the warehouse loader and its validation."""

@@ -1,0 +1,107 @@
+"""Flush policy (flush.messages, flush.ms, after a roll) and roll policy (size, time, full index)."""
+
+from __future__ import annotations
+
+import os
+
+from broker.storage.index import read_offset_index_entries
+from tests.storage.batches import build_batch
+from tests.storage.helpers import FakeClock, open_log, read_from, segment_files
+
+
+def test_flush_messages_1_syncs_every_append(tmp_path, monkeypatch) -> None:
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    log = open_log(tmp_path / "t-0", flush_messages=1)
+    for i in range(5):
+        log.append(build_batch([b"a", b"b"]))
+        assert log.recovery_point == log.log_end_offset == 2 * (i + 1)
+    assert len(synced) >= 5
+
+
+def test_flush_messages_counts_records(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", flush_messages=5)
+    log.append(build_batch([b"a"] * 2))
+    log.append(build_batch([b"a"] * 2))
+    assert log.recovery_point == 0
+    log.append(build_batch([b"a"] * 2))
+    assert log.recovery_point == 6
+
+
+def test_flush_ms_with_fake_clock(tmp_path) -> None:
+    clock = FakeClock(10_000)
+    log = open_log(tmp_path / "t-0", clock, flush_ms=1000)
+    log.append(build_batch([b"a"]))
+    assert not log.maybe_flush(clock.now + 999)
+    assert log.recovery_point == 0
+    assert log.maybe_flush(clock.now + 1000)
+    assert log.recovery_point == 1
+    clock.advance(1000)
+    assert not log.maybe_flush()  # nothing new to flush
+    log.append(build_batch([b"b"]))
+    assert not log.maybe_flush(clock.now + 500)
+    assert log.maybe_flush(clock.now + 1000)
+    assert log.recovery_point == 2
+
+
+def test_default_policy_relies_on_page_cache_but_flushes_rolled_segments(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=400)
+    for _ in range(3):
+        log.append(build_batch([b"x" * 40]))
+    assert log.recovery_point == 0 and not log.maybe_flush(10**15)
+    for _ in range(5):
+        log.append(build_batch([b"x" * 40]))
+    bases = log.segment_base_offsets()
+    assert len(bases) > 1
+    assert log.maybe_flush()
+    assert log.recovery_point == bases[-1]  # the rolled segments, not the active one
+
+
+def test_flushed_indexes_are_on_disk(tmp_path) -> None:
+    path = tmp_path / "t-0"
+    log = open_log(path, index_interval_bytes=0)
+    for _ in range(10):
+        log.append(build_batch([b"x"]))
+    assert os.path.getsize(path / "00000000000000000000.index") == 0  # kept in memory until a flush
+    log.flush()
+    assert [rel for rel, _ in read_offset_index_entries(path / "00000000000000000000.index")] == list(range(1, 10))
+
+
+def test_roll_on_size(tmp_path) -> None:
+    path = tmp_path / "t-0"
+    log = open_log(path, segment_bytes=500)
+    batch = build_batch([b"y" * 100])
+    for _ in range(10):
+        log.append(bytearray(batch))
+    per_segment = 500 // len(batch)
+    assert log.segment_base_offsets() == list(range(0, 10, per_segment))
+    assert all(os.path.getsize(path / f) <= 500 for f in segment_files(path))
+    # each roll snapshots producer state at the new base
+    assert segment_files(path, ".snapshot") == [f"{b:020d}.snapshot" for b in log.segment_base_offsets()[1:]]
+
+
+def test_roll_on_time(tmp_path) -> None:
+    clock = FakeClock(50_000)
+    log = open_log(tmp_path / "t-0", clock, segment_ms=1000)
+    log.append(build_batch([b"a"]))
+    clock.advance(1000)
+    log.append(build_batch([b"b"]))
+    assert log.segment_base_offsets() == [0]
+    clock.advance(1)
+    log.append(build_batch([b"c"]))
+    assert log.segment_base_offsets() == [0, 2]
+    clock.advance(10_000)
+    log.roll()  # explicit roll
+    log.roll()  # an empty active segment is not rolled again
+    assert log.segment_base_offsets() == [0, 2, 3]
+    assert read_from(log, 0) == [(0, b"a"), (1, b"b"), (2, b"c")]
+
+
+def test_roll_when_index_full(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_index_bytes=8 * 4, index_interval_bytes=0)
+    for i in range(12):
+        log.append(build_batch([b"%d" % i], base_timestamp=1000 + i))
+    bases = log.segment_base_offsets()
+    assert len(bases) >= 3
+    assert read_from(log, 0) == [(i, b"%d" % i) for i in range(12)]

@@ -1,0 +1,102 @@
+"""Retention: whole segments by time and by size, never the active one; open slices survive."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from broker.protocol.errors import OffsetOutOfRangeError
+from tests.storage.batches import batch_of_size, build_batch, values_in
+from tests.storage.helpers import FakeClock, open_log, read_from, segment_files
+
+
+def _fill(log, count: int, ts_of=lambda i: 1_000 + i) -> None:
+    for i in range(count):
+        log.append(build_batch([b"%04d" % i] * 4, base_timestamp=ts_of(i)))
+
+
+def test_retention_by_time(tmp_path) -> None:
+    clock = FakeClock(100_000)
+    log = open_log(tmp_path / "t-0", clock, segment_bytes=400, retention_ms=10_000)
+    _fill(log, 20, ts_of=lambda i: 50_000 if i < 10 else 95_000)
+    bases = log.segment_base_offsets()
+    assert len(bases) >= 4
+    deleted = log.delete_expired_segments(clock.now)
+    remaining = log.segment_base_offsets()
+    assert deleted == len(bases) - len(remaining) > 0
+    # exactly the segments whose newest batch is older than now - retention.ms went
+    assert remaining[0] <= 40 < (remaining[1] if len(remaining) > 1 else 10**9)
+    assert log.log_start_offset == remaining[0]
+    assert len(segment_files(tmp_path / "t-0")) == len(remaining)
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(remaining[0] - 1, 1000)
+    assert read_from(log, log.log_start_offset)[-1] == (79, b"0019")
+    assert log.delete_expired_segments(clock.now) == 0
+
+
+def test_retention_never_deletes_the_active_segment(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=400, retention_ms=1)
+    _fill(log, 12)
+    log.delete_expired_segments(10**12)
+    assert len(log.segment_base_offsets()) == 1
+    assert log.log_start_offset == log.segment_base_offsets()[0] > 0
+    assert read_from(log, log.log_start_offset)[-1][0] == 47
+    log.append(build_batch([b"more"]))
+    assert log.log_end_offset == 49
+
+
+def test_retention_forever_and_compact_keep_everything(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=400, retention_ms=-1)
+    _fill(log, 12)
+    assert log.delete_expired_segments(10**12) == 0
+    compacted = open_log(tmp_path / "c-0", segment_bytes=400, retention_ms=1, cleanup_policy="compact")
+    _fill(compacted, 12)
+    assert compacted.delete_expired_segments(10**12) == 0
+
+
+def test_retention_by_bytes(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=600, retention_bytes=1500)
+    for i in range(30):
+        log.append(batch_of_size(190, base_timestamp=10**12))  # timestamps far in the future: size only
+    sizes_before = [os.path.getsize(tmp_path / "t-0" / f) for f in segment_files(tmp_path / "t-0")]
+    deleted = log.delete_expired_segments(0)
+    assert deleted > 0
+    kept = sizes_before[deleted:]
+    # oldest first, only while what stays is still at least retention.bytes
+    assert sum(kept) >= 1500
+    assert sum(kept) - kept[0] < 1500 or len(kept) == 1
+    assert log.size_bytes == sum(kept)
+    assert log.log_start_offset == log.segment_base_offsets()[0]
+
+
+def test_reader_of_deleted_segment_keeps_reading(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=400, retention_ms=1)
+    _fill(log, 12)
+    held = log.read(0, 10_000).records
+    expected = held.read_bytes()
+    first_file = tmp_path / "t-0" / "00000000000000000000.log"
+    assert first_file.exists()
+    assert log.delete_expired_segments(10**12) > 0
+    assert not first_file.exists()
+    assert held.read_bytes() == expected
+    out_r, out_w = os.pipe()
+    try:
+        assert os.sendfile(out_w, held.fileno(), held.position, held.size) == held.size
+        assert os.read(out_r, held.size) == expected
+    finally:
+        os.close(out_r)
+        os.close(out_w)
+    assert values_in(expected)[0] == (0, b"0000")
+
+
+def test_log_start_offset_survives_reopen(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", segment_bytes=400, retention_ms=1)
+    _fill(log, 12)
+    log.delete_expired_segments(10**12)
+    start = log.log_start_offset
+    log.close()
+    again = open_log(tmp_path / "t-0", segment_bytes=400)
+    assert again.log_start_offset == start
+    with pytest.raises(OffsetOutOfRangeError):
+        again.read(0, 100)
