@@ -13,8 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 from broker.client.admin import AdminClient
-from broker.cluster.embedded_zk import EmbeddedZooKeeper
-from broker.cluster.local import BrokerProcess
+from broker.cluster.embedded_zk import EmbeddedZooKeeper, ZooKeeperNotInstalledError
+from broker.cluster.local import BrokerProcess, BrokerStartError
 from broker.cluster.net import free_port
 
 TOPIC = "page-views"
@@ -144,4 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except (BrokerStartError, ZooKeeperNotInstalledError, OSError) as exc:
+        raise SystemExit(f"demo failed: {exc}") from None

@@ -87,7 +87,7 @@ class BrokerProcess:
             self.config_path = write_properties(self.log_dir / "server.properties", config)
             props = dict(config)
         else:
-            self.config_path = Path(config)
+            self.config_path = Path(config).resolve()
             props = load_properties(self.config_path)
         self.overrides = {k: str(v) for k, v in (overrides or {}).items()}
         props.update(self.overrides)

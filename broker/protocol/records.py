@@ -304,8 +304,9 @@ def _decode_legacy(view: memoryview, pos: int, size: int) -> DecodedBatch:
         ipos += isize
     if not messages:
         raise InvalidRecordError(f"empty compressed message at offset {offset}")
-    # Magic 1 inner offsets are relative; the wrapper holds the absolute offset of the last one.
-    shift = offset - messages[-1][0] if magic == 1 else 0
+    # Magic 1 inner offsets are relative and the wrapper holds the absolute offset of the last
+    # one; a producer's own set (wrapper offset 0, before a broker assigned any) is left as is.
+    shift = max(offset - messages[-1][0], 0) if magic == 1 else 0
     log_append = magic == 1 and bool(attributes & LEGACY_TIMESTAMP_TYPE_MASK)
     records = [
         Record(ioffset + shift, timestamp if log_append else its, ikey, ivalue, [])

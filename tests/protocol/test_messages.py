@@ -213,28 +213,20 @@ def _their_classes() -> dict[str, type]:
 
 
 THEIRS = _their_classes()
-# kafka-python patches a few names of Kafka's JSON.
-THEIR_RENAMES = {
-    "MetadataResponse": {"authorized_operations": None},  # cluster_ and topic_authorized_operations
-    "OffsetCommitRequest": {"generation_id_or_member_epoch": "generation_id"},
-}
+_BITFIELDS = {"cluster_authorized_operations", "authorized_operations", "topic_authorized_operations"}
+THEIR_RENAMES = {"OffsetCommitRequest": {"generation_id_or_member_epoch": "generation_id"}}
 
 
-def _normalise_theirs(value, renames, mine):
+def _normalise_theirs(value, renames):
     """Map kafka-python's to_dict() output onto our names and types for comparison."""
     if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if isinstance(item, set):
-                continue  # kafka-python turns authorized-operation bitfields into sets
-            if key in renames:
-                target = renames[key] or next(k for k in mine if k.endswith(key))
-                key = target
-            out[key] = _normalise_theirs(item, renames, mine.get(key) if isinstance(mine, dict) else None)
-        return out
+        return {
+            renames.get(key, key): _normalise_theirs(item, renames)
+            for key, item in value.items()
+            if key not in _BITFIELDS  # kafka-python turns these into sets; the bytes still match
+        }
     if isinstance(value, list):
-        sub = mine[0] if isinstance(mine, list) and mine else None
-        return [_normalise_theirs(v, renames, sub if isinstance(sub, dict) else {}) for v in value]
+        return [_normalise_theirs(v, renames) for v in value]
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     return value
@@ -262,11 +254,9 @@ def test_kafka_python_decodes_ours_and_reencodes_identically(schema, version, cl
     if "_header" not in dir(theirs) or not _has_header(theirs):
         theirs._header = None  # kafka-python leaves it unset on decoded messages
     assert bytes(theirs.encode()) == raw
-    got = _normalise_theirs(theirs.to_dict(json=False), THEIR_RENAMES.get(schema.name, {}), obj)
+    got = _normalise_theirs(theirs.to_dict(json=False), THEIR_RENAMES.get(schema.name, {}))
     assert got == _without_bitfields(obj)
 
-
-_BITFIELDS = {"cluster_authorized_operations", "authorized_operations", "topic_authorized_operations"}
 
 
 def _without_bitfields(value):

@@ -14,7 +14,7 @@ from broker.protocol import batch
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import ApiKey
-from broker.protocol.records import encode_batch
+from broker.protocol.records import encode_batch, encode_message_set
 
 
 def _host_port(broker) -> tuple[str, int]:
@@ -111,10 +111,11 @@ def test_api_versions_advertises_only_served_versions(broker):
     with BrokerConnection(*_host_port(broker)) as conn:
         response = conn.request(ApiKey.API_VERSIONS, 2, {})
     served = {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
-    assert served[ApiKey.PRODUCE] == (3, 7)
+    assert served[ApiKey.PRODUCE] == (0, 7)  # v0-2 advertised for librdkafka's codec checks, refused below
     assert served[ApiKey.FETCH] == (4, 11)
     assert served[ApiKey.METADATA] == (0, 8)
     assert ApiKey.JOIN_GROUP not in served  # not served until the group coordinator lands
+    assert served[ApiKey.FIND_COORDINATOR] == (0, 2)  # served: librdkafka needs it for lz4
 
 
 def test_bad_crc_is_corrupt_message_and_writes_nothing(broker):
@@ -168,3 +169,17 @@ def test_connection_closed_mid_response_does_not_hurt_others(broker):
             conn.send_raw(struct.pack(">i", 0x7FFFFFFF))
             conn.receive_frame()
     _still_serving(broker)
+
+
+def test_legacy_produce_versions_are_refused_per_partition(broker):
+    topic = f"legacy-{uuid.uuid4().hex[:8]}"
+    _create_topic(broker, topic)
+    message_set = encode_message_set([(None, b"old", [], 0)], magic=1)
+    with BrokerConnection(*_host_port(broker)) as conn:
+        response = conn.request(
+            ApiKey.PRODUCE,
+            2,
+            {"acks": 1, "timeout_ms": 5000, "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": message_set}]}]},
+        )
+    assert response["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert _end_offset(broker, topic) == 0

@@ -10,6 +10,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker.protocol import batch
+from broker.protocol.compression import codec_id
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
@@ -68,6 +71,10 @@ def test_round_trip_every_codec(broker, codec):
         assert msg.value() == record["value"]
         assert msg.headers() == record["headers"]
         assert msg.timestamp()[1] == record["timestamp"]
+    # The batches are stored as the client compressed them: the broker does not recompress.
+    segment = (broker.log_dir / "data" / f"{topic}-0" / f"{0:020d}.log").read_bytes()
+    codecs = {header.compression for _, header in batch.iter_batches(segment)}
+    assert codecs == {codec_id(codec)}
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])

@@ -6,6 +6,7 @@ from broker.server.handlers import (
     delete_topics,
     describe_configs,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
@@ -24,5 +25,6 @@ ALL_HANDLERS = [
         delete_topics,
         init_producer_id,
         describe_configs,
+        find_coordinator,
     )
 ]

@@ -2,6 +2,11 @@
 
 Batches are checked (size, magic, CRC, count) and stamped with offsets, never parsed or
 recompressed. A bad batch fails only its own partition and writes nothing of it.
+
+Versions 0-2 carry legacy message sets, which the log does not store; they are advertised
+anyway because librdkafka enables a compression codec only when the broker's Produce range
+reaches down to the version that introduced it (v0 for gzip, snappy and lz4), and they are
+answered with UNSUPPORTED_FOR_MESSAGE_FORMAT per partition.
 """
 
 from __future__ import annotations
@@ -24,13 +29,17 @@ if TYPE_CHECKING:
 VALID_ACKS = (0, 1, -1)
 
 
+FIRST_RECORD_BATCH_VERSION = 3
+
+
 def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     acks = request["acks"]
+    append = _append if header.api_version >= FIRST_RECORD_BATCH_VERSION else _refuse_legacy
     responses = [
         {
             "name": topic["name"],
             "partition_responses": [
-                _append(broker, topic["name"], part["index"], part["records"], acks) for part in topic["partition_data"]
+                append(broker, topic["name"], part["index"], part["records"], acks) for part in topic["partition_data"]
             ],
         }
         for topic in request["topic_data"]
@@ -38,6 +47,10 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     if acks == 0:
         return NO_RESPONSE
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+def _refuse_legacy(broker: "Broker", topic: str, partition: int, records: Any, acks: int) -> dict:
+    return {"index": partition, "error_code": ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, "base_offset": -1}
 
 
 def _append(broker: "Broker", topic: str, partition: int, records: Any, acks: int) -> dict:
@@ -62,4 +75,4 @@ def _append(broker: "Broker", topic: str, partition: int, records: Any, acks: in
     return response
 
 
-HANDLER = Handler(ApiKey.PRODUCE, 3, 7, handle)
+HANDLER = Handler(ApiKey.PRODUCE, 0, 7, handle)
