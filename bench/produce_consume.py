@@ -136,6 +136,48 @@ class CpuMeter:
         return out
 
 
+def background_load(seconds: float = 2.0) -> dict[str, Any]:
+    """Share of all CPUs busy over ``seconds`` before the benchmark starts anything, and the
+    other processes using CPU (this machine may be shared: their load skews the results)."""
+    import psutil
+
+    me = os.getpid()
+    procs = {}
+    for proc in psutil.process_iter(["pid", "name", "cmdline"]):
+        with contextlib.suppress(Exception):
+            if proc.pid != me:
+                procs[proc.pid] = (proc, proc.cpu_times().user + proc.cpu_times().system)
+    t0 = psutil.cpu_times()
+    time.sleep(seconds)
+    t1 = psutil.cpu_times()
+    idle = lambda t: t.idle + getattr(t, "iowait", 0)  # noqa: E731
+    d_total = sum(t1) - sum(t0)
+    busy = 100.0 * (1 - (idle(t1) - idle(t0)) / d_total) if d_total > 0 else 0.0
+    users = []
+    for pid, (proc, c0) in procs.items():
+        with contextlib.suppress(Exception):
+            t = proc.cpu_times()
+            cores = (t.user + t.system - c0) / seconds
+            if cores >= 0.05:
+                cmd = " ".join(proc.info.get("cmdline") or [proc.info.get("name") or "?"])
+                users.append({"pid": pid, "cores": round(cores, 2), "cmd": cmd[:120]})
+    users.sort(key=lambda u: -u["cores"])
+    return {"machine_busy_pct": round(busy, 1), "seconds": seconds, "busy_processes": users[:5]}
+
+
+def wait_for_quiet(max_wait: float, threshold_pct: float = 15.0) -> dict[str, Any]:
+    """Measure the background load; with ``max_wait`` > 0, wait (10 s steps) until it drops
+    below ``threshold_pct`` or the time is up. Returns the last measurement."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        load = background_load()
+        if load["machine_busy_pct"] < threshold_pct or time.monotonic() >= deadline:
+            return load
+        top = ", ".join(f"{u['cores']} cores: {u['cmd'][:60]}" for u in load["busy_processes"][:2])
+        progress(f"machine {load['machine_busy_pct']}% busy before start ({top}); waiting for it to calm down")
+        time.sleep(min(10.0, max(0.0, deadline - time.monotonic())))
+
+
 # =============================================================================================
 # Machine limits
 # =============================================================================================
@@ -410,7 +452,7 @@ def produce_phase(bootstrap: str, topic: str, records: int, timeout: float,
         "enable.idempotence": False,
         "batch.num.messages": 10000,          # librdkafka default
         "batch.size": 1000000,                # librdkafka default (bytes per batch)
-        "queue.buffering.max.messages": max(records + 1000, 100000),
+        "queue.buffering.max.messages": 1_000_000,  # ~1 s of records; BufferError beyond that
         "queue.buffering.max.kbytes": 2 * 1024 * 1024,
         "delivery.report.only.error": True,   # success reports would cost a Python call each
         "on_delivery": on_delivery,
@@ -458,7 +500,7 @@ def produce_phase(bootstrap: str, topic: str, records: int, timeout: float,
 def consume_phase(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float,
                   alive: Callable[[], None]) -> dict[str, Any]:
     """A librdkafka consumer assigned to every partition at offset 0 reads all records."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, Message, TopicPartition
 
     conf = {
         "bootstrap.servers": bootstrap,
@@ -478,6 +520,7 @@ def consume_phase(bootstrap: str, topic: str, partitions: int, expected: int, ti
         target = log_end - log_start
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         consume = c.consume
+        message_error = Message.error
         got = 0
         errs: list[str] = []
         bad_size = 0
@@ -487,17 +530,18 @@ def consume_phase(bootstrap: str, topic: str, partitions: int, expected: int, ti
         t_first = None
         last_check = t0
         while got < target:
-            msgs = consume(10000, 0.5)
-            if msgs and t_first is None:
-                t_first = time.perf_counter()
-            for m in msgs:
-                if m.error():
-                    if len(errs) < 5:
-                        errs.append(str(m.error()))
-                else:
-                    got += 1
-            if msgs and len(msgs[-1].value() or b"") != RECORD_SIZE and not msgs[-1].error():
-                bad_size += 1
+            msgs = consume(min(10000, target - got), 0.5)
+            if not msgs:
+                pass
+            else:
+                if t_first is None:
+                    t_first = time.perf_counter()
+                failed = list(filter(None, map(message_error, msgs)))  # C-level loop over the batch
+                got += len(msgs) - len(failed)
+                errs.extend(str(e) for e in failed[: max(0, 5 - len(errs))])
+                last = msgs[-1]
+                if last.error() is None and len(last.value() or b"") != RECORD_SIZE:
+                    bad_size += 1
             now = time.perf_counter()
             if now - last_check > 1.0:
                 last_check = now
@@ -591,13 +635,25 @@ def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, second
         if on_start:
             on_start(proc.pid)
         err_count = [0]
+        acks = array.array("q")  # ack time - send time of measured records (delivery reports)
+        unpack = _LAT_HDR.unpack_from
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            now = now_ns()
+            if err is not None:
+                err_count[0] += 1
+                return
+            flag, sent_ns = unpack(msg.value())
+            if flag:
+                acks.append(now - sent_ns)
+
+        now_ns = time.time_ns
         conf = {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0, "compression.type": "none",
-                "enable.idempotence": False, "delivery.report.only.error": True,
-                "on_delivery": lambda err, msg: err and err_count.__setitem__(0, err_count[0] + 1)}
+                "enable.idempotence": False, "on_delivery": on_delivery}
         p = Producer(conf)
         p.list_topics(topic, timeout=10)
         pad = os.urandom(RECORD_SIZE - _LAT_HDR.size)
-        pack, now_ns, produce, poll = _LAT_HDR.pack, time.time_ns, p.produce, p.poll
+        pack, produce, poll = _LAT_HDR.pack, p.produce, p.poll
         # warm-up: until the consumer has seen a record (connections and fetch sessions exist)
         deadline = time.monotonic() + 30
         seen = False
@@ -629,7 +685,7 @@ def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, second
                 alive()
             sleep = t0 + sent / rate - time.perf_counter()
             if sleep > 0:
-                time.sleep(sleep)
+                poll(sleep)  # serves delivery reports while it waits
         elapsed = time.perf_counter() - t0
         left = p.flush(15)
         parent.send(sent)
@@ -648,6 +704,7 @@ def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, second
     lat = array.array("q")
     lat.frombytes(res["latencies_ns"])
     vals = sorted(lat)
+    ack_vals = sorted(acks)
     ms = lambda ns: round(ns / 1e6, 3)  # noqa: E731
     return {
         "target_rate": rate, "seconds": round(elapsed, 3), "sent": sent,
@@ -657,6 +714,9 @@ def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, second
         "p50_ms": ms(_percentile(vals, 50)), "p90_ms": ms(_percentile(vals, 90)),
         "p99_ms": ms(_percentile(vals, 99)), "p999_ms": ms(_percentile(vals, 99.9)),
         "max_ms": ms(vals[-1]) if vals else None, "min_ms": ms(vals[0]) if vals else None,
+        "produce_ack": {"records": len(ack_vals), "p50_ms": ms(_percentile(ack_vals, 50)),
+                        "p99_ms": ms(_percentile(ack_vals, 99)), "p999_ms": ms(_percentile(ack_vals, 99.9)),
+                        "max_ms": ms(ack_vals[-1]) if ack_vals else None},
         "settings": {"producer": {"acks": 1, "linger.ms": 0, "partitioner": "librdkafka default (no keys)"},
                      "consumer": {"fetch.wait.max.ms": 100, "fetch.min.bytes": "default (1)",
                                   "process": "separate (spawned) process, poll() per record"},
@@ -770,6 +830,11 @@ def render(result: dict[str, Any]) -> str:
     w(f"machine: {m['cpus']} x {m['cpu']}, {m['memory_gib']} GiB, Linux {m['kernel']}, Python {m['python']}, "
       f"librdkafka {m['librdkafka']}; log dir {m['data_fs']}")
     w(f"records: {RECORD_SIZE}-byte values, no keys, no compression; MB = 2^20 bytes of values (LinkedIn's convention)")
+    bg = result.get("background")
+    if bg:
+        w(f"background load before start: {bg['machine_busy_pct']}% of all CPUs busy"
+          + ("".join(f"; {u['cores']} cores: {u['cmd'][:60]}" for u in bg["busy_processes"][:3])
+             if bg["machine_busy_pct"] >= 10 else ""))
     lim = result.get("limits", {})
     if lim:
         w("")
@@ -806,7 +871,7 @@ def render(result: dict[str, Any]) -> str:
                   f"{_pct(cpu.get('machine_busy_pct')):>9}")
         w("")
         hdr = (f"{'latency':<10}{'parts':>6}{'rate/s':>9}{'records':>9}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}"
-               f"{'max ms':>9}{'aim p99':>9}{'':>8}{'broker CPU':>12}")
+               f"{'max ms':>9}{'aim p99':>9}{'':>8}{'broker CPU':>12}{'ack p50/p99 ms':>16}")
         w(hdr)
         w("-" * len(hdr))
         for run in result["runs"]:
@@ -816,11 +881,13 @@ def render(result: dict[str, Any]) -> str:
             ok = "met" if la["p99_ms"] <= AIM_P99_MS else "MISSED"
             w(f"{'e2e':<10}{run['partitions']:>6}{la['achieved_rate']:>9,}{la['received']:>9,}{la['p50_ms']:>9.2f}"
               f"{la['p99_ms']:>9.2f}{la['p999_ms']:>10.2f}{la['max_ms']:>9.2f}{AIM_P99_MS:>9g}{ok:>8}"
-              f"{_cores(la.get('cpu', {}).get('broker_cores')):>12}")
+              f"{_cores(la.get('cpu', {}).get('broker_cores')):>12}"
+              f"{la['produce_ack']['p50_ms']:>8.2f}/{la['produce_ack']['p99_ms']:<7.2f}")
         w("")
         w("producer: acks=1, linger.ms=5, batch.num.messages=10000, batch.size=1000000 (librdkafka defaults), "
           "poll(0) every 1024 records; latency producer: acks=1, linger.ms=0")
-        w("CPU in cores (1.00 = one core busy for the whole phase); machine = share of all CPUs busy")
+        w("CPU in cores (1.00 = one core busy for the whole phase); machine = share of all CPUs busy; "
+          "e2e = consumer receive - producer send; ack = producer delivery report - send")
         problems = [f"{run['partitions']}p {ph}: {msg}" for run in result["runs"] for ph, msg in run.get("problems", [])]
         if problems:
             w("")
@@ -847,7 +914,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=None,
-                    help="records produced (and consumed) per partition count (default 2,000,000; --quick 200,000)")
+                    help="records produced (and consumed) per partition count (default 5,000,000; --quick 200,000)")
     ap.add_argument("--partitions", default="1,6", help="comma-separated partition counts (default 1,6)")
     ap.add_argument("--json", type=Path, help="write the results here too (always: bench/results/latest.json)")
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke run (~1 minute)")
@@ -865,12 +932,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--disk-mb", type=int, default=None, help="size of the disk test file (default 1024; --quick 256)")
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="extra broker property override (repeatable)")
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                    help="wait up to this long for other processes' CPU load to drop below 15%% first")
     ap.add_argument("--start-timeout", type=float, default=60.0, help="seconds to wait for the broker to listen")
     args = ap.parse_args(argv)
     args.partition_counts = [int(x) for x in args.partitions.split(",") if x.strip()]
     if not args.partition_counts or min(args.partition_counts) < 1:
         ap.error("--partitions needs positive integers")
-    args.records = args.records or (200_000 if args.quick else 2_000_000)
+    args.records = args.records or (200_000 if args.quick else 5_000_000)
     args.latency_seconds = args.latency_seconds or (3.0 if args.quick else 10.0)
     args.disk_mb = args.disk_mb or (256 if args.quick else 1024)
     return args
@@ -907,6 +976,10 @@ def main(argv: list[str] | None = None) -> int:
     cluster: Cluster | None = None
     profilers: list[Profiler] = []
     try:
+        progress("background load check")
+        result["background"] = bg = wait_for_quiet(args.wait_idle)
+        progress(f"  machine {bg['machine_busy_pct']}% busy before start"
+                 + "".join(f"; {u['cores']} cores: {u['cmd'][:70]}" for u in bg["busy_processes"][:3]))
         if not args.skip_limits:
             progress("machine limit: loopback TCP")
             result["limits"]["loopback"] = measure_loopback(1.0 if args.quick else 3.0)

@@ -98,9 +98,8 @@ class Reader:
     __slots__ = ("buf", "pos", "end")
 
     def __init__(self, data: BytesLike, pos: int = 0, end: int | None = None) -> None:
-        self.buf = data if isinstance(data, memoryview) else memoryview(data)
-        if self.buf.ndim != 1 or self.buf.itemsize != 1:
-            self.buf = self.buf.cast("B")
+        view = data if isinstance(data, memoryview) else memoryview(data)
+        self.buf = view if view.format == "B" and view.ndim == 1 else view.cast("B")
         self.pos = pos
         self.end = len(self.buf) if end is None else end
 
@@ -295,7 +294,7 @@ class Writer:
     def bytes(self, v: BytesLike) -> None:
         if v is None:
             raise ProtocolEncodeError("null for non-nullable bytes")
-        self.buf += INT32.pack(len(v))
+        self.buf += INT32.pack(v.nbytes if isinstance(v, memoryview) else len(v))
         self.buf += v
 
     def nullable_bytes(self, v: BytesLike | None) -> None:

@@ -297,9 +297,9 @@ class LogSegment:
 
     def first_batch_timestamp(self) -> int:
         """Max timestamp of the first batch, -1 if empty (starts the segment.ms clock after a restart)."""
-        for _, header in self.iter_headers(0, min(self.size, HEADER_SIZE * 2 + HEADER_CHUNK)):
-            return header.max_timestamp
-        return -1
+        if self.size < HEADER_SIZE:
+            return -1
+        return read_header(self.file.pread(HEADER_SIZE, 0)).max_timestamp
 
     def truncate_to(self, offset: int) -> int:
         """Remove the batch holding ``offset`` and everything after; return the bytes removed."""

@@ -52,7 +52,7 @@ def test_one_write_call_per_append(tmp_path, monkeypatch) -> None:
     assert calls == [len(records)]
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     appends=st.lists(
         st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=5), min_size=1, max_size=3),

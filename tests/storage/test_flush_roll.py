@@ -105,3 +105,47 @@ def test_roll_when_index_full(tmp_path) -> None:
     bases = log.segment_base_offsets()
     assert len(bases) >= 3
     assert read_from(log, 0) == [(i, b"%d" % i) for i in range(12)]
+
+
+def test_flush_from_another_thread_while_appending(tmp_path) -> None:
+    import threading
+
+    path = tmp_path / "t-0"
+    log = open_log(path, segment_bytes=2000, index_interval_bytes=64)
+    stop = threading.Event()
+    errors = []
+
+    def flusher() -> None:
+        try:
+            while not stop.is_set():
+                log.flush()
+                assert log.recovery_point <= log.log_end_offset
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=flusher)
+    thread.start()
+    try:
+        for i in range(400):
+            log.append(build_batch([b"%d" % i]))
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors
+    log.flush()
+    assert log.recovery_point == 400
+    log.abandon()
+    again = open_log(path, clean=False, recovery_point=400, segment_bytes=2000, index_interval_bytes=64)
+    assert read_from(again, 0) == [(i, b"%d" % i) for i in range(400)]
+
+
+def test_roll_clock_restarts_from_the_first_batch_timestamp(tmp_path) -> None:
+    clock = FakeClock(100_000)
+    path = tmp_path / "t-0"
+    log = open_log(path, clock, segment_ms=10_000, max_message_bytes=100_000)
+    log.append(build_batch([b"x" * 50_000], base_timestamp=95_000))  # bigger than one header window
+    log.close()
+    clock.advance(6_000)  # 11 s after the first batch's timestamp
+    again = open_log(path, clock, segment_ms=10_000, max_message_bytes=100_000)
+    again.append(build_batch([b"y"], base_timestamp=clock.now))
+    assert again.segment_base_offsets() == [0, 1]

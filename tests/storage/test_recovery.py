@@ -44,7 +44,7 @@ def check_indexes(path: Path) -> None:
             assert read_header(data, pos).max_timestamp == ts  # the batch that first reached ts
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
     values=st.lists(st.lists(st.binary(min_size=1, max_size=30), min_size=1, max_size=4), min_size=3, max_size=30),
     flush_after=st.integers(0, 30),

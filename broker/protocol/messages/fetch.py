@@ -17,7 +17,7 @@ FETCH_REQUEST = MessageSchema("FetchRequest", ApiKey.FETCH, "4-11", [
         F("topic", "string"),
         F("partitions", "[]", "0+", [
             F("partition", "int32"),
-            F("current_leader_epoch", "int32", "8+", default=-1),
+            F("current_leader_epoch", "int32", "9+", default=-1),
             F("fetch_offset", "int64"),
             F("log_start_offset", "int64", "5+", default=-1),
             F("partition_max_bytes", "int32"),

@@ -62,7 +62,7 @@ def _append(broker: "Broker", topic: str, partition: int, records: Any, acks: in
         if not records:
             raise InvalidRecordError("produce request carries no record batch")
         # Offsets are stamped into the batch in place: it needs a writable buffer.
-        buffer = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
+        buffer = records if isinstance(records, bytearray) else bytearray(records)
         result = log.append(buffer)
     except KafkaError as exc:
         response["error_code"] = exc.code
