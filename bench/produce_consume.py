@@ -510,6 +510,11 @@ def consume_phase(bootstrap: str, topic: str, partitions: int, expected: int, ti
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
         "statistics.interval.ms": 0,
+        # librdkafka stops fetching a partition whose local queue holds queued.min.messages
+        # (100,000) and then waits fetch.queue.backoff.ms (default 1000 ms) before the next
+        # fetch: a client-side pause that cuts a fast reader to ~200,000 records/s whatever
+        # the broker does. 0 keeps the prefetch going (measured both ways: docs/performance.md).
+        "fetch.queue.backoff.ms": 0,
     }
     c = Consumer(conf)
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from broker.protocol import batch
 from broker.protocol.errors import (
     ErrorCode,
     InvalidRecordError,
@@ -49,6 +50,14 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
+def _require_one_batch(records: bytearray) -> None:
+    """Produce v3+ carries exactly one batch per partition (as Kafka requires)."""
+    if len(records) >= batch.LOG_OVERHEAD:
+        _, length = batch.read_prefix(records)
+        if length + batch.LOG_OVERHEAD < len(records):
+            raise InvalidRecordError("a produce request must carry exactly one record batch per partition")
+
+
 def _refuse_legacy(broker: "Broker", topic: str, partition: int, records: Any, acks: int) -> dict:
     return {"index": partition, "error_code": ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, "base_offset": -1}
 
@@ -63,6 +72,7 @@ def _append(broker: "Broker", topic: str, partition: int, records: Any, acks: in
             raise InvalidRecordError("produce request carries no record batch")
         # Offsets are stamped into the batch in place: it needs a writable buffer.
         buffer = records if isinstance(records, bytearray) else bytearray(records)
+        _require_one_batch(buffer)
         result = log.append(buffer)
     except KafkaError as exc:
         response["error_code"] = exc.code
