@@ -625,8 +625,9 @@ def _percentile(sorted_vals: list[int], q: float) -> float:
 
 
 def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, seconds: float,
-                  alive: Callable[[], None], on_start: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Paced producer (linger.ms=0, acks=1) at ``rate`` records/s; a consumer process reads."""
+                  alive: Callable[[], None], on_start: Callable[[int], None] | None = None,
+                  linger_ms: int = 0) -> dict[str, Any]:
+    """Paced producer (acks=1, ``linger_ms``) at ``rate`` records/s; a consumer process reads."""
     from confluent_kafka import Producer
 
     ctx = mp.get_context("spawn")
@@ -653,7 +654,7 @@ def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, second
                 acks.append(now - sent_ns)
 
         now_ns = time.time_ns
-        conf = {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0, "compression.type": "none",
+        conf = {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": linger_ms, "compression.type": "none",
                 "enable.idempotence": False, "on_delivery": on_delivery}
         p = Producer(conf)
         p.list_topics(topic, timeout=10)
@@ -722,7 +723,7 @@ def latency_phase(bootstrap: str, topic: str, partitions: int, rate: int, second
         "produce_ack": {"records": len(ack_vals), "p50_ms": ms(_percentile(ack_vals, 50)),
                         "p99_ms": ms(_percentile(ack_vals, 99)), "p999_ms": ms(_percentile(ack_vals, 99.9)),
                         "max_ms": ms(ack_vals[-1]) if ack_vals else None},
-        "settings": {"producer": {"acks": 1, "linger.ms": 0, "partitioner": "librdkafka default (no keys)"},
+        "settings": {"producer": {"acks": 1, "linger.ms": linger_ms, "partitioner": "librdkafka default (no keys)"},
                      "consumer": {"fetch.wait.max.ms": 100, "fetch.min.bytes": "default (1)",
                                   "process": "separate (spawned) process, poll() per record"},
                      "timestamp": "time.time_ns() at produce(), carried in the value's first 9 bytes"},
@@ -890,7 +891,7 @@ def render(result: dict[str, Any]) -> str:
               f"{la['produce_ack']['p50_ms']:>8.2f}/{la['produce_ack']['p99_ms']:<7.2f}")
         w("")
         w("producer: acks=1, linger.ms=5, batch.num.messages=10000, batch.size=1000000 (librdkafka defaults), "
-          "poll(0) every 1024 records; latency producer: acks=1, linger.ms=0")
+          f"poll(0) every 1024 records; latency producer: acks=1, linger.ms={result['settings']['latency_linger_ms']}")
         w("CPU in cores (1.00 = one core busy for the whole phase); machine = share of all CPUs busy; "
           "e2e = consumer receive - producer send; ack = producer delivery report - send")
         problems = [f"{run['partitions']}p {ph}: {msg}" for run in result["runs"] for ph, msg in run.get("problems", [])]
@@ -930,6 +931,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep-data", action="store_true", help="do not remove the data dir at the end")
     ap.add_argument("--latency-rate", type=int, default=10_000, help="records/s of the latency phase (default 10000)")
     ap.add_argument("--latency-seconds", type=float, default=None, help="length of the latency phase (default 10; --quick 3)")
+    ap.add_argument("--latency-linger-ms", type=int, default=0, choices=(0, 1),
+                    help="producer linger.ms in the latency phase (default 0)")
     ap.add_argument("--phase-timeout", type=float, default=60.0,
                     help="cut a produce/consume phase after this many seconds (results marked truncated)")
     ap.add_argument("--skip-limits", action="store_true", help="do not measure the machine limits")
@@ -974,6 +977,7 @@ def main(argv: list[str] | None = None) -> int:
         "linkedin_2014": LINKEDIN,
         "settings": {"records_per_run": args.records, "record_bytes": RECORD_SIZE, "partitions": args.partition_counts,
                      "latency_rate": args.latency_rate, "latency_seconds": args.latency_seconds,
+                     "latency_linger_ms": args.latency_linger_ms,
                      "phase_timeout_s": args.phase_timeout, "profile": args.profile},
         "limits": {}, "runs": [], "errors": [],
     }
@@ -1063,7 +1067,8 @@ def main(argv: list[str] | None = None) -> int:
             meter_box: list[CpuMeter] = []
             run["latency"] = la = latency_phase(
                 cluster.bootstrap, f"bench-latency-p{n}", n, args.latency_rate, args.latency_seconds,
-                cluster.check_alive, on_start=lambda child: meter_box.append(CpuMeter(pid, [child]).start()))
+                cluster.check_alive, on_start=lambda child: meter_box.append(CpuMeter(pid, [child]).start()),
+                linger_ms=args.latency_linger_ms)
             la["cpu"] = meter_box[0].stop() if meter_box else {}
             progress(f"[{n}p]   p50 {la['p50_ms']} ms, p99 {la['p99_ms']} ms, max {la['max_ms']} ms "
                      f"({la['received']:,}/{la['sent']:,} received)")
