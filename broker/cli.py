@@ -1,7 +1,8 @@
 """The `logbus` command: a table of subcommands with Kafka's names and flags.
 
 Each subcommand lives in ``broker.tools.<name>`` with ``add_arguments(parser)`` and
-``run(args) -> int``. Errors print one line and exit non-zero; tracebacks are for bugs.
+``run(args) -> int``; only the chosen one is imported, so the command starts fast. Errors print
+one line and exit non-zero; tracebacks are for bugs.
 """
 
 from __future__ import annotations
@@ -17,26 +18,46 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "server-start": ("broker.tools.server_start", "start a broker from a server.properties file"),
     "topics": ("broker.tools.topics", "create, list, describe, alter or delete topics"),
     "dump-log": ("broker.tools.dump_log", "print the record batches of log segment files"),
+    "cluster": ("broker.tools.cluster", "start, inspect or stop a local cluster (ZooKeeper + N brokers)"),
+    "console-producer": ("broker.tools.console_producer", "send lines from stdin to a topic"),
+    "console-consumer": ("broker.tools.console_consumer", "print a topic's records to stdout"),
+    "consumer-groups": ("broker.tools.consumer_groups", "list and describe consumer groups, with lag"),
+    "producer-perf-test": ("broker.tools.producer_perf_test", "measure producer throughput and latency"),
+    "consumer-perf-test": ("broker.tools.consumer_perf_test", "measure consumer throughput"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="logbus", description="logbus: a Kafka broker cluster and batch suite in Python")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (module_name, summary) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
-        sub = subparsers.add_parser(name, help=summary, description=summary)
-        module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+def _usage() -> str:
+    width = max(map(len, SUBCOMMANDS))
+    lines = ["usage: logbus COMMAND [options]   (logbus COMMAND --help for a command's options)", "", "commands:"]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in SUBCOMMANDS.items()]
+    return "\n".join(lines)
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    """The argument parser of one subcommand (importing only that subcommand's module)."""
+    module_name, summary = SUBCOMMANDS[command]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"logbus {command}", description=summary)
+    module.add_arguments(parser)
+    parser.set_defaults(run=module.run, command=command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    command = argv[0]
+    if command not in SUBCOMMANDS:
+        print(f"logbus: unknown command '{command}'\n\n{_usage()}", file=sys.stderr)
+        return 2
+    args = build_parser(command).parse_args(argv[1:])
     try:
         return args.run(args)
     except CommandError as exc:
-        print(f"logbus {args.command}: error: {exc}", file=sys.stderr)
+        print(f"logbus {command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
