@@ -152,6 +152,22 @@ class EmbeddedZooKeeper:
             proc.kill()
             proc.wait()
 
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def detach(self) -> int | None:
+        """Let the server outlive this interpreter: no stop at exit. Returns its pid.
+
+        The JVM already runs in a session of its own with its output in ``log_path``.
+        """
+        _RUNNING.discard(self)
+        if self._proc is not None:
+            # Popen warns (ResourceWarning) when collected while its child runs; a detached
+            # child is meant to. poll()/wait()/signals keep working.
+            self._proc._child_created = False  # type: ignore[attr-defined]
+        return self.pid
+
     def _log_tail(self, lines: int = 10) -> str:
         try:
             tail = self.log_path.read_text(errors="replace").splitlines()[-lines:]

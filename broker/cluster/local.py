@@ -211,6 +211,19 @@ class BrokerProcess:
         proc.kill()
         return proc.wait()
 
+    def detach(self) -> int | None:
+        """Let the broker outlive this interpreter: no stop at exit. Returns its pid.
+
+        The child already runs in a session of its own with its output in ``out_path``;
+        `logbus cluster up` detaches its brokers and records their pids in a state file.
+        """
+        _RUNNING.discard(self)
+        if self._proc is not None:
+            # Popen warns (ResourceWarning) when collected while its child runs; a detached
+            # child is meant to. poll()/wait()/signals keep working.
+            self._proc._child_created = False  # type: ignore[attr-defined]
+        return self.pid
+
     def restart(self, wait: bool = True) -> BrokerProcess:
         """Stop (cleanly) and start again with the same config and port."""
         self.stop()

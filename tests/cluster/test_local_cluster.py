@@ -1,0 +1,234 @@
+"""`logbus cluster up|status|down` and LocalCluster: a real ZooKeeper and real broker processes
+that outlive the command, found again through the state file, stopped cleanly by `down`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from broker.cluster.local import BrokerProcess
+from broker.cluster.local_cluster import (
+    STATE_FILE,
+    ClusterAlreadyUpError,
+    ClusterError,
+    LocalCluster,
+    NoClusterError,
+    pid_alive,
+    process_start_time,
+)
+from broker.cluster.net import port_open
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def processes_under(path: Path) -> list[int]:
+    """Pids of running processes whose command line mentions ``path`` (the cluster's dir)."""
+    needle = str(path).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes() and pid_alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def logbus(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "broker.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+        env=env,
+    )
+
+
+def produce(bootstrap: str, topic: str, count: int = 30) -> list[int]:
+    """Produce ``count`` keyed records with librdkafka (acks=all); return their partitions."""
+    delivered: list[int] = []
+    errors: list[object] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err:
+            errors.append(err)
+        else:
+            delivered.append(msg.partition())  # type: ignore[attr-defined]
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 20000})
+    for i in range(count):
+        producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode(), on_delivery=on_delivery)
+    assert producer.flush(30) == 0
+    assert not errors, errors
+    assert len(delivered) == count
+    return delivered
+
+
+def test_python_api_up_status_produce_down(tmp_path: Path) -> None:
+    cdir = tmp_path / "cluster"
+    lines: list[str] = []
+    cluster = LocalCluster(cdir, progress=lines.append)
+    try:
+        cluster.up(3, overrides={"num.partitions": "3"})
+        assert any("ZooKeeper ready" in line for line in lines)
+        state = json.loads((cdir / STATE_FILE).read_text())
+        assert state["state"] == "up" and [b["id"] for b in state["brokers"]] == [1, 2, 3]
+        for b in state["brokers"]:
+            assert Path(b["data_dir"]).is_dir() and Path(b["log_file"]).is_file()
+            assert b["data_dir"].startswith(str(cdir)) and b["port"] > 0
+        assert len(cluster.bootstrap_servers.split(",")) == 3
+
+        # a fresh object (as another process would) sees the same cluster
+        status = LocalCluster(cdir).status()
+        assert status.all_up, status
+        assert [(s.node.id, s.alive, s.registered) for s in status.brokers] == [(1, True, True), (2, True, True),
+                                                                                 (3, True, True)]
+
+        # auto-created with 3 partitions, spread over the brokers
+        partitions = produce(cluster.bootstrap_servers, "api-events")
+        assert set(partitions) == {0, 1, 2}
+
+        with pytest.raises(ClusterAlreadyUpError, match="already up"):
+            LocalCluster(cdir).up(1)
+        assert LocalCluster(cdir).status().all_up  # the refused `up` touched nothing
+
+        nodes = cluster.nodes()
+        assert cluster.down() is True
+        assert not any(n.alive() for n in nodes)
+        assert not any(port_open(n.host, n.port, timeout=0.2) for n in nodes)
+        assert not cdir.exists()
+    finally:
+        cluster.down()
+    assert processes_under(cdir) == []
+
+
+def test_cli_up_status_down(tmp_path: Path) -> None:
+    cdir = tmp_path / "cli-cluster"
+    try:
+        up = logbus("cluster", "up", "--dir", str(cdir), "--brokers", "3")
+        assert up.returncode == 0, up.stderr
+        out = dict(line.split("=", 1) for line in up.stdout.splitlines() if line.split("=")[0] in
+                   ("bootstrap.servers", "zookeeper.connect"))
+        bootstrap = out["bootstrap.servers"]
+        assert len(bootstrap.split(",")) == 3 and all(b.startswith("127.0.0.1:") for b in bootstrap.split(","))
+        assert out["zookeeper.connect"].startswith("127.0.0.1:")
+        assert "broker-1/broker.out" in up.stdout  # where the logs are
+        assert "starting 3 brokers" in up.stderr  # progress
+
+        # the command has returned; its processes live on in sessions of their own
+        state = json.loads((cdir / STATE_FILE).read_text())
+        pids = [state["zookeeper"]["pid"]] + [b["pid"] for b in state["brokers"]]
+        assert all(pid_alive(pid) for pid in pids)
+        assert all(os.getsid(pid) == pid for pid in pids)
+
+        status = logbus("cluster", "status", env={**os.environ, "LOGBUS_CLUSTER_DIR": str(cdir)})
+        assert status.returncode == 0, status.stdout + status.stderr
+        broker_rows = [line.split() for line in status.stdout.splitlines() if line.startswith("broker ")]
+        assert [(r[1], r[4], r[5]) for r in broker_rows] == [("1", "yes", "yes"), ("2", "yes", "yes"),
+                                                             ("3", "yes", "yes")]
+        assert any(line.startswith("zookeeper") and " yes " in line for line in status.stdout.splitlines())
+
+        assert len(produce(bootstrap, "cli-events", count=10)) == 10
+
+        again = logbus("cluster", "up", "--dir", str(cdir))
+        assert again.returncode == 1
+        assert "already up" in again.stderr and len(again.stderr.strip().splitlines()) == 1
+        assert json.loads((cdir / STATE_FILE).read_text()) == state
+
+        down = logbus("cluster", "down", "--dir", str(cdir))
+        assert down.returncode == 0, down.stderr
+        assert not any(pid_alive(pid) for pid in pids)
+        assert not any(port_open("127.0.0.1", int(hp.rsplit(":", 1)[1]), 0.2) for hp in bootstrap.split(","))
+        assert not cdir.exists()
+
+        after = logbus("cluster", "status", "--dir", str(cdir))
+        assert after.returncode == 1 and "no cluster" in after.stderr
+        assert logbus("cluster", "down", "--dir", str(cdir)).returncode == 0  # idempotent
+    finally:
+        LocalCluster(cdir).down(timeout=5)
+    assert processes_under(cdir) == []
+
+
+def test_down_keep_data_then_up_again_reuses_it(tmp_path: Path) -> None:
+    cdir = tmp_path / "kept"
+    cluster = LocalCluster(cdir)
+    try:
+        cluster.up(1)
+        produce(cluster.bootstrap_servers, "kept", count=5)
+        cluster.down(keep_data=True)
+        assert not (cdir / STATE_FILE).exists()
+        assert "stopped cleanly" in (cdir / "broker-1" / "broker.out").read_text()  # SIGTERM, clean shutdown
+        assert (cdir / "broker-1" / "data" / "kept-0").is_dir()
+        cluster.up(1)
+        assert cluster.status().all_up
+        assert (cdir / "broker-1" / "data" / "kept-0").is_dir()
+    finally:
+        cluster.down()
+    assert processes_under(cdir) == []
+
+
+def test_a_failure_part_way_stops_what_had_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_command = BrokerProcess.command
+
+    def command(self: BrokerProcess) -> list[str]:
+        if self.broker_id == 2:
+            return [sys.executable, "-c", "import sys; print('ERROR: cannot bind, port taken'); sys.exit(3)"]
+        return real_command(self)
+
+    monkeypatch.setattr(BrokerProcess, "command", command)
+    cdir = tmp_path / "broken"
+    try:
+        with pytest.raises(ClusterError) as info:
+            LocalCluster(cdir).up(2)
+        message = str(info.value)
+        assert "\n" not in message
+        assert "broker 2 exited with code 3" in message
+        assert str(cdir / "broker-2" / "broker.out") in message and "port taken" in message
+        assert not (cdir / STATE_FILE).exists()
+        assert processes_under(cdir) == []  # ZooKeeper and broker 1 were stopped
+    finally:
+        LocalCluster(cdir).down(timeout=5)
+
+
+def test_no_cluster_and_bad_arguments(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path / "none")
+    with pytest.raises(NoClusterError, match="no cluster"):
+        cluster.status()
+    assert cluster.down() is False
+    assert not cluster.is_up()
+    with pytest.raises(ClusterError, match="listeners cannot be overridden"):
+        cluster.up(1, overrides={"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    with pytest.raises(ClusterError, match="log.segment.bytes"):
+        cluster.up(1, overrides={"log.segment.bytes": "abc"})
+    assert not (tmp_path / "none").exists()  # refused before starting anything
+
+
+def test_stale_state_is_not_up_and_reused_pids_are_not_ours(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert not pid_alive(dead.pid)
+    me = os.getpid()
+    assert pid_alive(me, process_start_time(me))
+    assert not pid_alive(me, (process_start_time(me) or 0) + 1)  # same pid, another process
+
+    cdir = tmp_path / "stale"
+    cdir.mkdir()
+    node = {"pid": me, "start_time": (process_start_time(me) or 0) + 1, "host": "127.0.0.1", "port": 1,
+            "home": str(cdir / "zookeeper"), "data_dir": "", "log_file": ""}
+    (cdir / STATE_FILE).write_text(json.dumps({
+        "state": "up", "zookeeper": {**node, "role": "zookeeper"},
+        "brokers": [{**node, "role": "broker", "id": 1, "pid": dead.pid, "home": str(cdir / "broker-1")}],
+        "bootstrap_servers": "127.0.0.1:1", "zookeeper_connect": "127.0.0.1:1",
+    }))
+    cluster = LocalCluster(cdir)
+    assert not cluster.is_up()
+    status = cluster.status()
+    assert not status.all_up and not any(n.process_alive for n in status.nodes)
+    assert logbus("cluster", "status", "--dir", str(cdir)).returncode == 1
+    assert cluster.down() is True  # signals nothing (the recorded pid is this test's, but not its start)
+    assert not cdir.exists()
