@@ -6,6 +6,7 @@ Spark executors and Airflow tasks. Not thread-safe; use one per thread.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import socket
 import struct
@@ -33,6 +34,7 @@ class BrokerConnection:
             raise BrokerConnectionError(f"cannot connect to broker {host}:{port}: {exc.strerror or exc}") from exc
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation_ids = itertools.count(1)
+        self._pipelined: collections.deque[tuple[int, int, int]] = collections.deque()
 
     @classmethod
     def from_address(cls, address: str, **kwargs: object) -> "BrokerConnection":
@@ -83,6 +85,43 @@ class BrokerConnection:
                 raise BrokerConnectionError(f"broker {self.host}:{self.port} closed the connection")
             chunks += chunk
         return bytes(chunks)
+
+    # Pipelining: several requests in flight, answers read in order (Kafka answers a
+    # connection's requests in the order they were sent). Do not mix with ``request``
+    # while pipelined requests are unanswered.
+
+    def fileno(self) -> int:
+        """The socket's descriptor, for ``select``."""
+        return self._sock.fileno()
+
+    @property
+    def in_flight(self) -> int:
+        """Pipelined requests sent and not yet answered."""
+        return len(self._pipelined)
+
+    def send_request(self, api_key: ApiKey, version: int, body: dict, expect_response: bool = True) -> int:
+        """Send one request without waiting; its answer comes from ``receive_response``."""
+        return self.send_encoded(api_key, version, REQUESTS[api_key].encode_bytes(version, body), expect_response)
+
+    def send_encoded(self, api_key: int, version: int, body: bytes, expect_response: bool = True) -> int:
+        """Like ``send_request`` with the body already encoded; returns the correlation id."""
+        correlation_id = next(self._correlation_ids)
+        header = encode_request_header(api_key, version, correlation_id, self.client_id)
+        self.send_raw(b"".join((_SIZE.pack(len(header) + len(body)), header, body)))
+        if expect_response:
+            self._pipelined.append((correlation_id, api_key, version))
+        return correlation_id
+
+    def receive_response(self) -> tuple[int, dict]:
+        """The answer to the oldest pipelined request: (correlation id, response dict)."""
+        if not self._pipelined:
+            raise BrokerConnectionError(f"broker {self.host}:{self.port}: no request is waiting for an answer")
+        frame = self.receive_frame()
+        correlation_id, api_key, version = self._pipelined.popleft()
+        (received_id,) = _SIZE.unpack_from(frame, 0)
+        if received_id != correlation_id:
+            raise BrokerConnectionError(f"response correlation id {received_id} does not match request {correlation_id}")
+        return correlation_id, RESPONSES[api_key].decode(version, memoryview(frame)[4:])
 
     def close(self) -> None:
         self._sock.close()

@@ -1,0 +1,408 @@
+"""The producer's buffer: records appended into per-partition record batches, and the futures
+that tell the sender's results back to the caller.
+
+Each batch builds its records' v2 bytes incrementally in one ``bytearray`` as they are
+appended (varints of small numbers come from a table), so sending a batch costs one header,
+one compression and one CRC, whatever its record count. Thread-safe: user threads append
+under the accumulator's lock, the sender thread drains under it.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import struct
+import threading
+import time
+from typing import Any, Callable, Iterable, NamedTuple
+
+import crc32c
+
+from broker.protocol import batch as B
+from broker.protocol.compression import compress
+from broker.protocol.types import encode_varint
+
+log = logging.getLogger(__name__)
+
+_TABLE_SIZE = 1 << 14
+#: zigzag varints of 0 .. 16383: record lengths, offset deltas, small timestamp deltas.
+_VARINT = [encode_varint(i) for i in range(_TABLE_SIZE)]
+_NULL = b"\x01"  # varint(-1): a null key or value
+_NO_HEADERS = b"\x00"
+_ATTRIBUTES = b"\x00"
+# After the CRC: attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId,
+# producerEpoch, baseSequence, recordsCount.  Before: baseOffset, batchLength, leader epoch,
+# magic, crc.
+_TAIL = struct.Struct(">hiqqqhii")
+_HEAD = struct.Struct(">qiibI")
+#: Bytes a record may need beyond its key and value (length, attributes, deltas, sizes).
+RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5
+
+_CALLBACK_LOCK = threading.Lock()
+
+
+def _varint(n: int) -> bytes:
+    return _VARINT[n] if 0 <= n < _TABLE_SIZE else encode_varint(n)
+
+
+def _sized(data: bytes | None) -> bytes:
+    if data is None:
+        return _NULL
+    return _varint(len(data)) + data
+
+
+def encode_headers(headers: Any) -> bytes:
+    """A record's header block (count then key/value pairs) from pairs or a dict."""
+    if not headers:
+        return _NO_HEADERS
+    items = headers.items() if isinstance(headers, dict) else headers
+    out = bytearray()
+    count = 0
+    for hkey, hvalue in items:
+        if not isinstance(hkey, str):
+            raise TypeError(f"header keys must be str, not {type(hkey).__name__}")
+        if isinstance(hvalue, str):
+            hvalue = hvalue.encode("utf-8")
+        elif hvalue is not None and not isinstance(hvalue, bytes):
+            hvalue = bytes(hvalue)
+        out += _sized(hkey.encode("utf-8"))
+        out += _sized(hvalue)
+        count += 1
+    return _varint(count) + bytes(out)
+
+
+class RecordMetadata(NamedTuple):
+    """Where a record landed: ``offset`` is -1 when acks=0 (the broker does not answer)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class ProducerBatch:
+    """The records of one partition that go to the broker in one record batch."""
+
+    __slots__ = (
+        "topic", "partition", "buf", "count", "base_ts", "max_ts", "created", "size_limit",
+        "count_limit", "full", "sync", "done", "base_offset", "log_append_time", "exception",
+        "callbacks", "sequence", "encoded", "attempts", "retry_at", "order", "completed",
+    )
+
+    def __init__(self, topic: str, partition: int, size_limit: int, count_limit: int, order: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.buf = bytearray()
+        self.count = 0
+        self.base_ts = 0
+        self.max_ts = -1
+        self.created = time.monotonic()
+        self.size_limit = size_limit
+        self.count_limit = count_limit
+        self.full = False
+        self.sync = False
+        self.done = threading.Event()
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.exception: BaseException | None = None
+        self.callbacks: list | None = None
+        self.sequence: int | None = None
+        self.encoded: bytes | None = None
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.order = order
+        self.completed = False
+
+    def try_append(self, ts: int, key: bytes | None, value: bytes | None, headers: bytes) -> int:
+        """Append one record; its index in the batch, or -1 when it does not fit."""
+        count = self.count
+        if count == 0:
+            self.base_ts = ts
+        delta = ts - self.base_ts
+        tsd = _VARINT[delta] if 0 <= delta < _TABLE_SIZE else encode_varint(delta)
+        od = _VARINT[count] if count < _TABLE_SIZE else encode_varint(count)
+        if key is None:
+            kl, key = _NULL, b""
+        else:
+            n = len(key)
+            kl = _VARINT[n] if n < _TABLE_SIZE else encode_varint(n)
+        if value is None:
+            vl, value = _NULL, b""
+        else:
+            n = len(value)
+            vl = _VARINT[n] if n < _TABLE_SIZE else encode_varint(n)
+        size = 1 + len(tsd) + len(od) + len(kl) + len(key) + len(vl) + len(value) + len(headers)
+        buf = self.buf
+        if count and len(buf) + size + 5 > self.size_limit:
+            self.full = True
+            return -1
+        buf += b"".join((_VARINT[size] if size < _TABLE_SIZE else encode_varint(size), _ATTRIBUTES, tsd, od, kl, key, vl, value, headers))
+        if ts > self.max_ts:
+            self.max_ts = ts
+        self.count = count + 1
+        if self.count >= self.count_limit or len(buf) >= self.size_limit:
+            self.full = True
+        return count
+
+    def build(self, compression: int, producer_id: int, producer_epoch: int) -> bytes:
+        """The v2 record batch (base offset 0), compressed once; cached for retries."""
+        if self.encoded is None:
+            payload = compress(compression, self.buf) if compression else self.buf
+            tail = _TAIL.pack(
+                compression, self.count - 1, self.base_ts, self.max_ts, producer_id, producer_epoch,
+                B.NO_SEQUENCE if self.sequence is None else self.sequence, self.count,
+            )
+            crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
+            length = B.HEADER_SIZE - B.LOG_OVERHEAD + len(payload)
+            self.encoded = b"".join((_HEAD.pack(0, length, -1, B.CURRENT_MAGIC, crc), tail, payload))
+        return self.encoded
+
+    # completion ---------------------------------------------------------------------------
+
+    def complete(self, base_offset: int, log_append_time: int = -1, exception: BaseException | None = None) -> None:
+        """Record the outcome, wake waiters and run callbacks (on the calling thread)."""
+        with _CALLBACK_LOCK:
+            if self.completed:
+                return
+            self.completed = True
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.exception = exception
+            callbacks, self.callbacks = self.callbacks, None
+        self.done.set()
+        for future, kind, fn in callbacks or ():
+            future._run_callback(kind, fn)
+
+    def add_callback(self, future: "FutureRecordMetadata", kind: int, fn: Callable) -> None:
+        with _CALLBACK_LOCK:
+            if not self.completed:
+                if self.callbacks is None:
+                    self.callbacks = []
+                self.callbacks.append((future, kind, fn))
+                return
+        future._run_callback(kind, fn)
+
+
+CB_SUCCESS, CB_ERROR, CB_DONE, CB_JAVA = 0, 1, 2, 3
+
+
+class FutureRecordMetadata:
+    """What ``Producer.send`` returns: ``get()`` waits for the record's RecordMetadata.
+
+    ``partition`` is known at once; ``offset`` waits. Callbacks run on the producer's sender
+    thread (or at once, on the caller's, when the record is already done)."""
+
+    __slots__ = ("_batch", "_index", "timestamp")
+
+    def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
+        self._batch = batch
+        self._index = index
+        self.timestamp = timestamp
+
+    @property
+    def topic(self) -> str:
+        return self._batch.topic
+
+    @property
+    def partition(self) -> int:
+        return self._batch.partition
+
+    @property
+    def offset(self) -> int:
+        return self.get().offset
+
+    def done(self) -> bool:
+        return self._batch.completed
+
+    def succeeded(self) -> bool:
+        return self._batch.completed and self._batch.exception is None
+
+    def failed(self) -> bool:
+        return self._batch.completed and self._batch.exception is not None
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        """The record's metadata; raises the delivery error, or TimeoutError after ``timeout`` s."""
+        batch = self._batch
+        if not batch.completed and not batch.done.wait(timeout):
+            from broker.client.metadata import KafkaTimeoutError
+
+            raise KafkaTimeoutError(f"record to {batch.topic}-{batch.partition} not acknowledged within {timeout} s")
+        if batch.exception is not None:
+            raise batch.exception
+        return self._metadata()
+
+    result = get
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        try:
+            self.get(timeout)
+        except TimeoutError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - returned, not swallowed
+            return exc
+        return None
+
+    def _metadata(self) -> RecordMetadata:
+        batch = self._batch
+        offset = batch.base_offset + self._index if batch.base_offset >= 0 else -1
+        ts = batch.log_append_time if batch.log_append_time >= 0 else self.timestamp
+        return RecordMetadata(batch.topic, batch.partition, offset, ts)
+
+    def add_callback(self, fn: Callable[[RecordMetadata], Any]) -> "FutureRecordMetadata":
+        """``fn(metadata)`` when the record is acknowledged."""
+        self._batch.add_callback(self, CB_SUCCESS, fn)
+        return self
+
+    def add_errback(self, fn: Callable[[BaseException], Any]) -> "FutureRecordMetadata":
+        """``fn(exception)`` when the record fails."""
+        self._batch.add_callback(self, CB_ERROR, fn)
+        return self
+
+    def add_done_callback(self, fn: Callable[["FutureRecordMetadata"], Any]) -> "FutureRecordMetadata":
+        """``fn(future)`` when the record is done either way."""
+        self._batch.add_callback(self, CB_DONE, fn)
+        return self
+
+    def _run_callback(self, kind: int, fn: Callable) -> None:
+        exc = self._batch.exception
+        try:
+            if kind == CB_JAVA:
+                fn(None if exc is not None else self._metadata(), exc)
+            elif kind == CB_DONE:
+                fn(self)
+            elif kind == CB_SUCCESS and exc is None:
+                fn(self._metadata())
+            elif kind == CB_ERROR and exc is not None:
+                fn(exc)
+        except Exception:
+            log.exception("producer callback %r failed", fn)
+
+    def __repr__(self) -> str:
+        state = "pending" if not self.done() else ("failed" if self.failed() else "done")
+        return f"<FutureRecordMetadata {self.topic}-{self.partition} {state}>"
+
+
+class RecordAccumulator:
+    """Per-partition queues of batches; user threads append, the sender drains."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        batch_count_limit: int,
+        buffer_memory: int,
+        max_request_size: int,
+        on_new_batch: Callable[[str, int], None],
+        wakeup: Callable[[], None],
+    ) -> None:
+        self.batch_size = batch_size
+        self.batch_count_limit = batch_count_limit
+        self.buffer_memory = buffer_memory
+        self.max_request_size = max_request_size
+        self.on_new_batch = on_new_batch
+        self.wakeup = wakeup
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # memory freed, batches completed
+        self.queues: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
+        self.buffered = 0
+        self.incomplete: set[ProducerBatch] = set()
+        self.flushing = 0
+        self.closing = False
+        self._order = itertools.count()
+        self._waiters = 0
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        ts: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: bytes,
+        max_block: float,
+        sync: bool = False,
+    ) -> FutureRecordMetadata:
+        with self.lock:
+            if self.buffered >= self.buffer_memory:
+                self._wait_for_memory(max_block)
+            queue = self.queues.get((topic, partition))
+            if queue is None:
+                queue = self.queues[(topic, partition)] = collections.deque()
+            batch = queue[-1] if queue else None
+            if batch is None or batch.encoded is not None or batch.full:
+                index = -1
+            else:
+                before = len(batch.buf)
+                index = batch.try_append(ts, key, value, headers)
+            if index < 0:
+                self.on_new_batch(topic, partition)  # sticky partitioning moves on
+                batch = self._new_batch(topic, partition, ts, key, value, headers)
+                queue.append(batch)
+                index = 0
+                wake = True
+                self.buffered += len(batch.buf)
+            else:
+                wake = batch.full
+                self.buffered += len(batch.buf) - before
+            if sync:
+                batch.sync = True
+                wake = True
+        if wake:
+            self.wakeup()
+        return FutureRecordMetadata(batch, index, ts)
+
+    def _new_batch(self, topic: str, partition: int, ts: int, key, value, headers: bytes) -> ProducerBatch:
+        size = len(key or b"") + len(value or b"") + len(headers) + RECORD_OVERHEAD
+        batch = ProducerBatch(topic, partition, max(self.batch_size, size), self.batch_count_limit, next(self._order))
+        batch.try_append(ts, key, value, headers)
+        # reserve a batch's worth of memory (or the record's, when it is bigger)
+        self.incomplete.add(batch)
+        return batch
+
+    def _wait_for_memory(self, max_block: float) -> None:
+        deadline = time.monotonic() + max_block
+        self._waiters += 1
+        try:
+            while self.buffered >= self.buffer_memory and not self.closing:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    from broker.client.metadata import KafkaTimeoutError
+
+                    raise KafkaTimeoutError(
+                        f"buffer.memory ({self.buffer_memory} bytes) stayed full for max.block.ms ({max_block * 1000:.0f} ms)"
+                    )
+                self.changed.wait(remaining)
+        finally:
+            self._waiters -= 1
+
+    def requeue(self, batch: ProducerBatch) -> None:
+        """Put a failed batch back for a retry, in creation order among its partition's batches."""
+        with self.lock:
+            queue = self.queues.setdefault((batch.topic, batch.partition), collections.deque())
+            i = 0
+            while i < len(queue) and queue[i].order < batch.order:
+                i += 1
+            queue.insert(i, batch)
+
+    def release(self, batches: Iterable[ProducerBatch]) -> None:
+        """Batches done: free their memory and wake flushers and blocked appenders."""
+        with self.lock:
+            for batch in batches:
+                if batch in self.incomplete:
+                    self.incomplete.discard(batch)
+                    self.buffered -= len(batch.buf)
+            self.changed.notify_all()
+
+    def has_unsent(self) -> bool:
+        return any(self.queues.values())
+
+    def wait_empty(self, timeout: float | None) -> bool:
+        """Until every batch appended so far is done; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.lock:
+            while self.incomplete:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self.changed.wait(remaining if remaining is not None else 1.0)
+        return True
