@@ -15,6 +15,7 @@ METADATA_VERSION = 8
 CREATE_TOPICS_VERSION = 4
 DELETE_TOPICS_VERSION = 3
 DESCRIBE_CONFIGS_VERSION = 3
+CREATE_PARTITIONS_VERSION = 1
 TOPIC_RESOURCE = 2
 
 
@@ -72,6 +73,20 @@ class AdminClient:
             },
         )
         result = response["topics"][0]
+        _raise_for(result["error_code"], result.get("error_message"))
+
+    def create_partitions(self, name: str, count: int) -> None:
+        """Grow ``name`` to ``count`` partitions (CreatePartitions)."""
+        response = self._conn.request(
+            ApiKey.CREATE_PARTITIONS,
+            CREATE_PARTITIONS_VERSION,
+            {
+                "topics": [{"name": name, "count": count, "assignments": None}],
+                "timeout_ms": int(self.timeout * 1000),
+                "validate_only": False,
+            },
+        )
+        result = response["results"][0]
         _raise_for(result["error_code"], result.get("error_message"))
 
     def delete_topic(self, name: str) -> None:

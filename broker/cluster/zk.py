@@ -502,3 +502,54 @@ class ZkClient:
 
         ChildrenWatch(self._zk, path, on_children)
         return cancelled.set
+
+
+# ---------------------------------------------------------------------- additions for the controller
+
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
+
+
+def parse_partition_state(raw: bytes | None, stat: Any) -> PartitionState | None:
+    """A state znode's bytes (as a DataWatch delivers them) as a PartitionState; None if absent."""
+    if raw is None or stat is None:
+        return None
+    d = json.loads(raw)
+    return PartitionState(
+        leader=int(d["leader"]),
+        leader_epoch=int(d["leader_epoch"]),
+        isr=[int(b) for b in d["isr"]],
+        controller_epoch=int(d.get("controller_epoch", 0)),
+        zk_version=stat.version,
+    )
+
+
+def parse_assignment(raw: bytes | None) -> dict[int, list[int]] | None:
+    """/brokers/topics/<t> bytes as partition -> replicas; None if absent."""
+    if raw is None:
+        return None
+    parts = json.loads(raw).get("partitions", {})
+    return {int(p): [int(b) for b in r] for p, r in sorted(parts.items(), key=lambda kv: int(kv[0]))}
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def create_partition_state(
+    zk: ZkClient, topic: str, partition: int, leader: int, leader_epoch: int, isr: Iterable[int], controller_epoch: int
+) -> int:
+    """Create a partition's first state; ZkVersionConflictError if one exists already."""
+    data = _json({
+        "controller_epoch": controller_epoch,
+        "leader": leader,
+        "version": 1,
+        "leader_epoch": leader_epoch,
+        "isr": [int(b) for b in isr],
+    })
+    try:
+        zk.kazoo.create(partition_state_path(topic, partition), data, makepath=True)
+    except NodeExistsError:
+        raise ZkVersionConflictError(f"partition state of {topic}-{partition} exists already") from None
+    return 0

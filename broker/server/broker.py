@@ -13,16 +13,19 @@ from twisted.internet import defer, threads
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from broker.cluster.controller import Controller, request_controlled_shutdown
 from broker.cluster.ids import ProducerIdAllocator, get_or_create_cluster_id
 from broker.cluster.zk import ZkClient
 from broker.config import BrokerConfig, Listener
 from broker.server.connection import KafkaServerFactory
+from broker.server.cluster_watch import ClusterWatch
 from broker.server.delayed_fetch import FetchPurgatory
+from broker.server.delayed_produce import ProducePurgatory
 from broker.server.dispatch import Dispatcher
 from broker.server.handlers import ALL_HANDLERS
 from broker.server.metadata import BrokerEndpoint, MetadataCache
 from broker.server.replica_manager import ReplicaManager
-from broker.server.topics import TopicAdmin, read_topic
+from broker.server.topics import FoundTopic, TopicAdmin, read_topic
 from broker.storage.config import LogConfig
 from broker.storage.manager import LogManager
 
@@ -30,6 +33,9 @@ log = Logger()
 
 BROKER_IDS_PATH = "/brokers/ids"
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
+#: "wake every waiting consumer": the high watermark moved by an unknown number of bytes
+WAKE_ALL_BYTES = 1 << 62
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 8.0
 
 
 def now_ms() -> int:
@@ -49,7 +55,11 @@ class Broker:
         self.broker_id = config.broker_id
         self.log_config = LogConfig.from_broker(config.props)
         self.metadata = MetadataCache()
-        self.fetches = FetchPurgatory(reactor)
+        self.fetches = FetchPurgatory(reactor)  # consumers: woken when the high watermark moves
+        self.replica_fetches = FetchPurgatory(reactor)  # followers: woken by appends
+        self.produces = ProducePurgatory(reactor)  # acks=all: woken when the high watermark moves
+        self.controller: Controller | None = None
+        self.cluster_watch = ClusterWatch(self)
         self.dispatcher = Dispatcher(ALL_HANDLERS)
         self.topics = TopicAdmin(self)
         self.zk: ZkClient | None = None
@@ -80,7 +90,7 @@ class Broker:
             rebuilt=stats.indexes_rebuilt,
             dirs=", ".join(config.log_dirs),
         )
-        self.replicas = ReplicaManager(self.broker_id, self.logs, self.log_config, self.metadata)
+        self.replicas = ReplicaManager(self, self.logs, self.log_config, self.metadata)
         self.zk = ZkClient(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms)
         self.zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
         try:
@@ -98,9 +108,18 @@ class Broker:
         except BaseException:
             self._abandon_start()
             raise
-        self._load_cluster_state()
+        self._set_brokers(self.zk.live_brokers())
         self.zk.client.ChildrenWatch(BROKER_IDS_PATH, self._on_brokers_changed)
-        self.zk.watch_topics(self._on_topics_changed)
+        self.cluster_watch.start()
+        self.controller = Controller(
+            self.zk,
+            self.broker_id,
+            unclean_default=config.unclean_leader_election_enable,
+            auto_rebalance=config.auto_leader_rebalance_enable,
+            rebalance_interval_s=float(config.leader_imbalance_check_interval_seconds),
+            on_controller_change=lambda cid: self.reactor.callFromThread(self._set_controller, cid),
+        )
+        self.controller.start()
         self._start_loops()
         log.info(
             "broker {id} started in {s:.2f}s, listening on {eps}, cluster {cluster}",
@@ -131,12 +150,6 @@ class Broker:
         if self.logs is not None:
             self.logs.shutdown()
 
-    def _load_cluster_state(self) -> None:
-        zk = self.zk
-        self._set_brokers(zk.live_brokers())
-        for topic in zk.all_topics():
-            self._apply_topic(topic, read_topic(zk, topic))
-
     def _start_loops(self) -> None:
         config = self.config
         flush_interval = min(config.log_flush_scheduler_interval_ms, FLUSH_CHECK_MAX_INTERVAL_MS)
@@ -144,6 +157,7 @@ class Broker:
             (config.log_retention_check_interval_ms, lambda: self.logs.retention_pass(now_ms())),
             (flush_interval, lambda: self.logs.flush_pass(now_ms())),
             (config.log_flush_offset_checkpoint_interval_ms, lambda: self.logs.checkpoint()),
+            (max(config.replica_lag_time_max_ms // 2, 100), lambda: self.replicas.shrink_isrs(config.replica_lag_time_max_ms)),
         ):
             loop = LoopingCall(work)
             loop.clock = self.reactor
@@ -153,31 +167,20 @@ class Broker:
     # -- cluster state ----------------------------------------------------------------------
 
     def refresh_topic(self, topic: str) -> defer.Deferred[None]:
-        """Re-read one topic from ZooKeeper and apply it here."""
+        """Re-read one topic (assignment, config, states) from ZooKeeper and apply it here."""
         d = threads.deferToThread(read_topic, self.zk, topic)
-        d.addCallback(lambda found: self._apply_topic(topic, found))
+        d.addCallback(lambda found: self.apply_found_topic(topic, found))
         return d
 
-    def _apply_topic(self, topic: str, found: Any) -> None:
+    def apply_found_topic(self, topic: str, found: FoundTopic | None) -> None:
         if found is None:
             if topic in self.metadata.topics:
                 log.info("topic {topic} was deleted", topic=topic)
                 self.replicas.remove_topic(topic)
             return
-        partitions, overrides = found
-        self.replicas.apply_topic(topic, partitions, overrides)
-
-    def _on_topics_changed(self, topics: list[str]) -> None:
-        """ZooKeeper watch (kazoo thread): topics were created or deleted."""
-        if not self._stopping:
-            self.reactor.callFromThread(self._sync_topics, set(topics))
-
-    def _sync_topics(self, topics: set[str]) -> None:
-        known = set(self.metadata.topics)
-        for topic in topics - known:
-            self.refresh_topic(topic).addErrback(lambda f, t=topic: log.failure("loading topic {t}", f, t=t))
-        for topic in known - topics:
-            self.replicas.remove_topic(topic)
+        self.replicas.apply_topic(topic, found.assignment, found.config)
+        for partition, state in found.states.items():
+            self.replicas.apply_state(topic, partition, state)
 
     def _on_brokers_changed(self, children: list[str]) -> None:
         """ZooKeeper watch (kazoo thread): brokers joined or left."""
@@ -194,23 +197,91 @@ class Broker:
         self.metadata.brokers = {
             broker_id: BrokerEndpoint(broker_id, info.host, info.port, info.rack) for broker_id, info in brokers.items()
         }
-        self.metadata.controller_id = min(brokers) if brokers else -1
+
+    def _set_controller(self, controller_id: int) -> None:
+        self.metadata.controller_id = controller_id
 
     # -- appends ------------------------------------------------------------------------------
 
     def appended(self, topic: str, partition: int, size: int) -> None:
-        """Called by Produce after an append: wakes fetches waiting on this partition."""
-        self.fetches.notify_append((topic, partition), size)
+        """Called by Produce after a leader append: wakes followers' fetches, and moves the
+        high watermark when the ISR is just this broker."""
+        tp = (topic, partition)
+        self.replica_fetches.notify_append(tp, size)
+        p = self.replicas.partitions.get(tp)
+        if p is not None:
+            p.maybe_advance_high_watermark(appended_bytes=size)
+
+    def high_watermark_advanced(self, topic: str, partition: int, size: int | None) -> None:
+        """The leader's high watermark moved: answer consumers' fetches and acks=all produces."""
+        tp = (topic, partition)
+        self.fetches.notify_append(tp, size if size is not None else WAKE_ALL_BYTES)
+        p = self.replicas.partitions.get(tp)
+        if p is not None:
+            self.produces.check(tp, p.log.high_watermark, lambda: len(p.isr) >= p.min_insync_replicas())
+
+    def leadership_changed(self, topic: str, partition: int) -> None:
+        """This broker gained or lost leadership: parked requests answer now."""
+        tp = (topic, partition)
+        p = self.replicas.partitions.get(tp)
+        if p is None or not p.is_leader:
+            self.produces.fail_all(tp)
+        self.fetches.notify_append(tp, WAKE_ALL_BYTES)
+        self.replica_fetches.notify_append(tp, WAKE_ALL_BYTES)
 
     # -- stop -------------------------------------------------------------------------------
 
     def stop(self) -> defer.Deferred[None]:
-        """Stop listening, answer parked fetches, close logs cleanly, leave ZooKeeper."""
+        """Controlled shutdown (leadership moves away first), then stop listening, answer
+        parked requests, close logs cleanly, leave ZooKeeper."""
+        if self.config.controlled_shutdown_enable and self.zk is not None and self.replicas is not None:
+            d = self._controlled_shutdown()
+            d.addBoth(lambda _: self._stop())
+            return d
+        return self._stop()
+
+    def _controlled_shutdown(self) -> defer.Deferred[None]:
+        """Ask the controller to move leadership off this broker; wait until it has (bounded)."""
+        started = time.monotonic()
+
+        def others_can_lead() -> bool:
+            live = self.metadata.brokers
+            return any(
+                any(r != self.broker_id and r in live for r in p.isr) for p in self.replicas.led_partitions()
+            )
+
+        def wait(_: Any) -> defer.Deferred[None] | None:
+            if not others_can_lead():
+                log.info("controlled shutdown: no partition led here has another live in-sync replica")
+                return None
+            if time.monotonic() - started > CONTROLLED_SHUTDOWN_TIMEOUT_S:
+                log.warn("controlled shutdown: leadership did not move within {s}s", s=CONTROLLED_SHUTDOWN_TIMEOUT_S)
+                return None
+            from twisted.internet import task
+
+            return task.deferLater(self.reactor, 0.1, lambda: None).addCallback(wait)
+
+        if not self.replicas.led_partitions():
+            return defer.succeed(None)
+        log.info("controlled shutdown: moving leadership off broker {id}", id=self.broker_id)
+        d = threads.deferToThread(request_controlled_shutdown, self.zk, self.broker_id)
+        d.addCallback(wait)
+        d.addErrback(lambda f: log.failure("controlled shutdown", f))
+        return d
+
+    def _stop(self) -> defer.Deferred[None]:
         self._stopping = True
+        self.cluster_watch.stop()
+        if self.controller is not None:
+            self.controller.stop()
+        if self.replicas is not None:
+            self.replicas.stop()
         for loop in self._loops:
             if loop.running:
                 loop.stop()
         self.fetches.wake_all()
+        self.replica_fetches.wake_all()
+        self.produces.wake_all()
         stopped = [defer.maybeDeferred(port.stopListening) for port in self._ports]
         d = defer.DeferredList(stopped)
 

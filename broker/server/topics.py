@@ -1,28 +1,44 @@
 """Topics in ZooKeeper: create, delete, and read them into the metadata cache.
 
 ZooKeeper calls block, so they run in the reactor's thread pool; what they read is applied on
-the reactor thread. Until the controller lands (replication issue), the broker that first reads
-a partition without a state writes it: leader = first live replica.
+the reactor thread. Partition states (leader, ISR) are written by the controller only
+(broker/cluster/controller.py); a topic is created by writing its assignment, then waiting
+until the controller has given its partitions leaders.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, NamedTuple
 
 from twisted.internet import defer, threads
 
 from broker.cluster.assignment import assign_replicas
-from broker.cluster.zk import ZkClient
-from broker.protocol.errors import InvalidConfigError, InvalidPartitionsError, InvalidTopicError
-from broker.server.metadata import PartitionInfo
+from broker.cluster.zk import PartitionState, ZkClient
+from broker.protocol.errors import (
+    ErrorCode,
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidTopicError,
+    UnknownTopicOrPartitionError,
+    _error,
+)
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
-INITIAL_CONTROLLER_EPOCH = 0
+STATE_WAIT_S = 10.0
+
+InvalidReplicaAssignmentError = _error("InvalidReplicaAssignmentError", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+
+
+class FoundTopic(NamedTuple):
+    assignment: dict[int, list[int]]
+    config: dict[str, str]
+    states: dict[int, PartitionState | None]
 
 
 def validate_topic_name(name: str) -> None:
@@ -37,25 +53,29 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(f"topic name '{name}' has characters other than ASCII alphanumerics, '.', '_' and '-'")
 
 
-def read_topic(zk: ZkClient, name: str) -> tuple[dict[int, PartitionInfo], dict[str, str]] | None:
-    """A topic's partitions (with leaders) and config overrides, or None if it does not exist."""
+def read_topic(zk: ZkClient, name: str) -> FoundTopic | None:
+    """A topic's assignment, config overrides and partition states (None where the controller
+    has not written one yet), or None if the topic does not exist. Reads only."""
     assignment = zk.topic_assignment(name)
     if assignment is None:
         return None
-    live: set[int] | None = None
-    partitions = {}
-    for index, replicas in sorted(assignment.items()):
-        state = zk.partition_state(name, index)
-        if state is None:
-            if live is None:
-                live = set(zk.live_brokers())
-            leader = next((r for r in replicas if r in live), -1)
-            isr = [r for r in replicas if r in live]
-            zk.set_partition_state(name, index, leader, 0, isr, INITIAL_CONTROLLER_EPOCH)
-            partitions[index] = PartitionInfo(name, index, list(replicas), leader, 0, isr)
-        else:
-            partitions[index] = PartitionInfo(name, index, list(replicas), state.leader, state.leader_epoch, list(state.isr))
-    return partitions, zk.topic_config(name)
+    states = {index: zk.partition_state(name, index) for index in assignment}
+    return FoundTopic(assignment, zk.topic_config(name), states)
+
+
+def wait_for_leaders(zk: ZkClient, name: str, partitions: list[int] | None = None, timeout_s: float = STATE_WAIT_S) -> None:
+    """Block until the controller has given each partition (all, or ``partitions``) a state
+    with a leader, or ``timeout_s`` passes (the topic is then served as it comes up)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assignment = zk.topic_assignment(name)
+        if assignment is None:
+            return
+        wanted = partitions if partitions is not None else list(assignment)
+        states = [zk.partition_state(name, p) for p in wanted]
+        if all(s is not None and s.leader >= 0 for s in states):
+            return
+        time.sleep(0.05)
 
 
 class TopicAdmin:
@@ -115,9 +135,53 @@ class TopicAdmin:
         if validate_only:
             return
         zk.create_topic(name, assignment, configs)
+        wait_for_leaders(zk, name)
 
     def delete(self, name: str) -> defer.Deferred[None]:
         """Delete a topic from ZooKeeper and this broker's logs."""
         d = threads.deferToThread(self.broker.zk.delete_topic, name)
         d.addCallback(lambda _: self.broker.replicas.remove_topic(name))
         return d
+
+    def create_partitions(
+        self, name: str, count: int, assignment: list[list[int]] | None = None, validate_only: bool = False
+    ) -> defer.Deferred[None]:
+        """Grow a topic to ``count`` partitions (CreatePartitions); the controller gives the new
+        ones leaders. The Deferred fires once they have them (or fails with a KafkaError)."""
+        d = threads.deferToThread(self._add_partitions_in_zookeeper, name, count, assignment, validate_only)
+        if not validate_only:
+            d.addCallback(lambda _: self.broker.refresh_topic(name))
+        return d
+
+    def _add_partitions_in_zookeeper(
+        self, name: str, count: int, assignment: list[list[int]] | None, validate_only: bool
+    ) -> None:
+        zk = self.broker.zk
+        current = zk.topic_assignment(name)
+        if current is None:
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        have = len(current)
+        if count <= have:
+            raise InvalidPartitionsError(
+                f"Topic currently has {have} partitions, which is higher than the requested {count}."
+                if count < have else f"Topic already has {have} partitions."
+            )
+        replication_factor = len(current[min(current)])
+        live = sorted(zk.live_brokers())
+        if assignment:
+            if len(assignment) != count - have:
+                raise InvalidReplicaAssignmentError(
+                    f"Increasing the number of partitions by {count - have} but {len(assignment)} assignments provided."
+                )
+            for replicas in assignment:
+                if len(set(replicas)) != replication_factor or any(b not in live for b in replicas):
+                    raise InvalidReplicaAssignmentError(
+                        f"Each new partition needs {replication_factor} distinct live brokers, got {replicas}."
+                    )
+            added = {have + i: list(r) for i, r in enumerate(assignment)}
+        else:
+            added = assign_replicas(live, count - have, replication_factor, start_partition=have)
+        if validate_only:
+            return
+        zk.set_topic_assignment(name, {**current, **added})
+        wait_for_leaders(zk, name, list(added))

@@ -1,4 +1,4 @@
-"""`logbus topics`: Kafka's kafka-topics command — --create, --list, --describe, --delete."""
+"""`logbus topics`: Kafka's kafka-topics command — --create, --list, --describe, --delete, --alter."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def run(args: argparse.Namespace) -> int:
     action = next(a for a in ACTIONS if getattr(args, a))
     if action in ("create", "delete", "alter") and not args.topic:
         raise CommandError(f"--{action} needs --topic")
-    if action == "alter":
-        raise CommandError("--alter (adding partitions) needs the controller, which comes with replication; not served yet")
+    if action == "alter" and args.partitions <= 0:
+        raise CommandError("--alter needs --partitions N (the new, larger partition count)")
     try:
         with AdminClient(args.bootstrap_server) as admin:
             return COMMANDS[action](admin, args)
@@ -92,6 +92,12 @@ def format_description(topic: TopicDescription) -> str:
     return "\n".join(lines)
 
 
+def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
+    admin.create_partitions(args.topic, args.partitions)
+    print(f"Topic {args.topic} now has {args.partitions} partitions.")
+    return 0
+
+
 def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
     try:
         admin.delete_topic(args.topic)
@@ -103,4 +109,4 @@ def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"create": _create, "list": _list, "describe": _describe, "delete": _delete}
+COMMANDS = {"create": _create, "list": _list, "describe": _describe, "delete": _delete, "alter": _alter}

@@ -1,4 +1,5 @@
-"""CreateTopics (19) v2-4, DeleteTopics (20) v1-3 and DescribeConfigs (32) v1-3: admin APIs."""
+"""CreateTopics (19) v2-4, DeleteTopics (20) v1-3, DescribeConfigs (32) v1-3 and
+CreatePartitions (37) v0-1: admin APIs."""
 
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.schema import F, MessageSchema
@@ -76,5 +77,27 @@ DESCRIBE_CONFIGS_RESPONSE = MessageSchema("DescribeConfigsResponse", ApiKey.DESC
             F("config_type", "int8", "3+"),
             F("documentation", "string", "3+", nullable="0+"),
         ]),
+    ]),
+])
+
+# CreatePartitions: grow topics to ``count`` partitions; v1 only changes semantics.
+CREATE_PARTITIONS_REQUEST = MessageSchema("CreatePartitionsRequest", ApiKey.CREATE_PARTITIONS, "0-1", [
+    F("topics", "[]", "0+", [
+        F("name", "string"),
+        F("count", "int32"),
+        F("assignments", "[]", "0+", [
+            F("broker_ids", "[]int32"),
+        ], nullable="0+"),
+    ]),
+    F("timeout_ms", "int32"),
+    F("validate_only", "bool"),
+])
+
+CREATE_PARTITIONS_RESPONSE = MessageSchema("CreatePartitionsResponse", ApiKey.CREATE_PARTITIONS, "0-1", [
+    F("throttle_time_ms", "int32"),
+    F("results", "[]", "0+", [
+        F("name", "string"),
+        F("error_code", "int16"),
+        F("error_message", "string", nullable="0+"),
     ]),
 ])

@@ -2,6 +2,7 @@
 
 from broker.server.handlers import (
     api_versions,
+    create_partitions,
     create_topics,
     delete_topics,
     describe_configs,
@@ -10,6 +11,7 @@ from broker.server.handlers import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 
@@ -26,5 +28,7 @@ ALL_HANDLERS = [
         init_producer_id,
         describe_configs,
         find_coordinator,
+        offset_for_leader_epoch,
+        create_partitions,
     )
 ]

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from broker.protocol.errors import ErrorCode, KafkaError
+from broker.protocol.errors import ErrorCode, KafkaError, _error
+
+FencedLeaderEpochError = _error("FencedLeaderEpochError", ErrorCode.FENCED_LEADER_EPOCH)
+UnknownLeaderEpochError = _error("UnknownLeaderEpochError", ErrorCode.UNKNOWN_LEADER_EPOCH)
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
@@ -21,25 +24,48 @@ class _Wanted(NamedTuple):
     partition: int
     offset: int
     max_bytes: int
+    leader_epoch: int = -1
 
 
 def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     wanted = [
-        _Wanted(topic["topic"], part["partition"], part["fetch_offset"], part["partition_max_bytes"])
+        _Wanted(topic["topic"], part["partition"], part["fetch_offset"], part["partition_max_bytes"], part.get("current_leader_epoch", -1))
         for topic in request["topics"]
         for part in topic["partitions"]
     ]
-    response, available, failed = _read(broker, wanted, request["max_bytes"])
+    replica_id = request["replica_id"]
+    if replica_id >= 0:
+        # A follower: its fetch offset is its log end offset (moves the HW and the ISR); it
+        # reads up to the log end, and waits on appends rather than on the high watermark.
+        _record_follower_positions(broker, replica_id, wanted)
+        purgatory = broker.replica_fetches
+    else:
+        purgatory = broker.fetches
+    response, available, failed = _read(broker, wanted, request["max_bytes"], replica_id >= 0)
     if request["max_wait_ms"] <= 0 or available >= request["min_bytes"] or failed or not wanted:
         return response
-    d = broker.fetches.wait(
+    d = purgatory.wait(
         frozenset((w.topic, w.partition) for w in wanted), request["min_bytes"] - available, request["max_wait_ms"]
     )
-    d.addCallback(lambda _: _read(broker, wanted, request["max_bytes"])[0])
+    d.addCallback(lambda _: _read(broker, wanted, request["max_bytes"], replica_id >= 0)[0])
     return d
 
 
-def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int) -> tuple[dict, int, bool]:
+def _record_follower_positions(broker: "Broker", replica_id: int, wanted: list[_Wanted]) -> None:
+    for item in wanted:
+        p = broker.replicas.partitions.get((item.topic, item.partition))
+        if p is not None and p.is_leader and (item.leader_epoch < 0 or item.leader_epoch == p.leader_epoch):
+            p.update_follower(replica_id, item.offset)
+
+
+def _check_epoch(p: Any, requested: int) -> None:
+    if requested >= 0 and requested != p.leader_epoch:
+        if requested < p.leader_epoch:
+            raise FencedLeaderEpochError(f"leader epoch {requested} is older than {p.leader_epoch}")
+        raise UnknownLeaderEpochError(f"leader epoch {requested} is newer than {p.leader_epoch}")
+
+
+def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int, replica: bool = False) -> tuple[dict, int, bool]:
     """The response for ``wanted``, the bytes it carries, and whether any partition failed."""
     remaining = max_bytes
     total = 0
@@ -58,14 +84,18 @@ def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int) -> tuple[dict
         }
         topics.setdefault(item.topic, []).append(part)
         try:
-            log = broker.replicas.leader_log(item.topic, item.partition)
+            leader = broker.replicas.leader_partition(item.topic, item.partition)
+            _check_epoch(leader, item.leader_epoch)
+            log = leader.log
             high_watermark = log.high_watermark
             part["high_watermark"] = part["last_stable_offset"] = high_watermark
             part["log_start_offset"] = log.log_start_offset
             limit = min(item.max_bytes, remaining)
             if limit <= 0 and total:
                 continue
-            result = log.read(item.offset, max(limit, 0), max_offset=high_watermark, min_one_batch=total == 0)
+            result = log.read(
+                item.offset, max(limit, 0), max_offset=None if replica else high_watermark, min_one_batch=total == 0
+            )
         except KafkaError as exc:
             part["error_code"] = exc.code
             failed = True

@@ -1,0 +1,382 @@
+"""The controller: one broker, elected through the ephemeral /controller node, that writes
+every partition's leader and ISR when brokers join or die, topics or partitions appear,
+a broker shuts down cleanly, or leadership drifts from the preferred replicas.
+
+Blocking (kazoo) and single-threaded: ZooKeeper watches only queue events; one thread
+handles them in order. Each win of the election bumps /controller_epoch (a conditional
+write), and every partition-state write is conditional on the znode version it read, and is
+refused when the state carries a newer controller epoch, so a deposed controller cannot
+overwrite its successor. Brokers learn their roles by watching the state znodes.
+
+Leader choice lives in ``elect_leader``, a pure function.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState
+
+from broker.cluster.zk import (
+    CONTROLLED_SHUTDOWN,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    PartitionState,
+    ZkClient,
+    ZkVersionConflictError,
+    create_partition_state,
+)
+
+log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+
+
+def elect_leader(
+    replicas: Sequence[int],
+    isr: Collection[int],
+    live: Collection[int],
+    unclean: bool = False,
+    leader_counts: Mapping[int, int] | None = None,
+    exclude: Collection[int] = (),
+) -> tuple[int, list[int]] | None:
+    """Choose a partition leader: (leader, new ISR), or None when no replica may lead.
+
+    From the live ISR: the preferred replica (first of ``replicas``) if it can, else the
+    candidate leading the fewest partitions (``leader_counts``), ties in replica order. Only
+    with ``unclean`` from the live replicas outside the ISR (the ISR becomes just the
+    leader). Brokers in ``exclude`` (shutting down) never lead and leave the ISR.
+    """
+    counts = leader_counts or {}
+    eligible = [r for r in replicas if r in live and r not in exclude]
+    candidates = [r for r in eligible if r in isr]
+    if candidates:
+        if candidates[0] == replicas[0]:
+            leader = candidates[0]
+        else:
+            leader = min(candidates, key=lambda r: (counts.get(r, 0), replicas.index(r)))
+        new_isr = [r for r in isr if r in live and r not in exclude]
+        return leader, new_isr
+    if unclean and eligible:
+        return eligible[0], [eligible[0]]
+    return None
+
+
+class Controller:
+    """Runs in every broker; acts only while this broker holds /controller."""
+
+    def __init__(
+        self,
+        zk: ZkClient,
+        broker_id: int,
+        unclean_default: bool = False,
+        auto_rebalance: bool = True,
+        rebalance_interval_s: float = 300.0,
+        on_controller_change: Callable[[int], None] | None = None,
+    ) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.unclean_default = unclean_default
+        self.auto_rebalance = auto_rebalance
+        self.rebalance_interval_s = rebalance_interval_s
+        self.on_controller_change = on_controller_change or (lambda _id: None)
+        self.active = False
+        self.epoch = 0
+        self.controller_id = -1
+        self._events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=f"controller-{broker_id}", daemon=True)
+        self._stopped = threading.Event()
+        self._topic_watches: set[str] = set()
+        self._shutting_down: set[int] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the event thread and the watches (blocking: call off the reactor)."""
+        kz = self.zk.kazoo
+        self.zk.add_state_listener(self._on_zk_state)
+        self.zk.add_new_session_callback(lambda: self._events.put(("elect",)))
+        self._thread.start()
+        kz.ensure_path(CONTROLLED_SHUTDOWN)
+        kz.DataWatch(CONTROLLER, self._on_controller_node)
+        self.zk.watch_brokers(lambda _ids: self._events.put(("reconcile",)))
+        self.zk.watch_topics(lambda _names: self._events.put(("topics",)))
+        self.zk.watch_topic_deletions(lambda names: names and self._events.put(("delete_topics",)))
+        self.zk._watch_children(CONTROLLED_SHUTDOWN, lambda _ids: self._events.put(("reconcile",)))
+        if self.auto_rebalance:
+            threading.Thread(target=self._rebalance_timer, name="leader-rebalance", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.active = False
+        self._events.put(("stop",))
+
+    def request_rebalance(self) -> None:
+        self._events.put(("rebalance",))
+
+    # -- watches (kazoo threads): only queue events ----------------------------------------------
+
+    def _on_controller_node(self, data: bytes | None, stat: Any, *args: Any) -> bool | None:
+        if self._stopped.is_set():
+            return False
+        self._events.put(("elect",))
+        return None
+
+    def _on_zk_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            if self.active:
+                log.warning("controller %d: ZooKeeper session lost; no longer controller", self.broker_id)
+            self.active = False
+
+    def _rebalance_timer(self) -> None:
+        while not self._stopped.wait(self.rebalance_interval_s):
+            self._events.put(("rebalance",))
+
+    # -- the event thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        handlers = {
+            "elect": self._elect,
+            "reconcile": self._reconcile_all,
+            "topics": self._on_topics,
+            "topic": self._reconcile_topic,
+            "rebalance": self._rebalance,
+            "delete_topics": self._delete_topics,
+        }
+        while not self._stopped.is_set():
+            event = self._events.get()
+            if event[0] == "stop":
+                return
+            if event[0] != "elect" and not self.active:
+                continue
+            try:
+                handlers[event[0]](*event[1:])
+            except Exception:
+                if not self._stopped.is_set():
+                    log.exception("controller %d: handling %s failed; retrying in 1s", self.broker_id, event[0])
+                    time.sleep(1.0)
+                    self._events.put(event if event[0] != "topic" else ("reconcile",))
+
+    def _elect(self) -> None:
+        kz = self.zk.kazoo
+        if not kz.connected:
+            return
+        try:
+            raw, stat = kz.get(CONTROLLER)
+            holder = int(json.loads(raw)["brokerid"])
+            if holder == self.broker_id and stat.ephemeralOwner != self.zk.session_id:
+                holder = -1  # our previous session's node, about to vanish
+            if holder != self.broker_id:
+                self.active = False
+            self._set_controller(holder)
+            if holder == self.broker_id and not self.active:
+                self._become_controller()  # our node, from before a reconnect
+            return
+        except NoNodeError:
+            pass
+        data = json.dumps({"version": 1, "brokerid": self.broker_id, "timestamp": str(int(time.time() * 1000))})
+        try:
+            kz.create(CONTROLLER, data.encode(), ephemeral=True)
+        except NodeExistsError:
+            self._events.put(("elect",))
+            return
+        self._become_controller()
+
+    def _set_controller(self, controller_id: int) -> None:
+        if controller_id != self.controller_id:
+            self.controller_id = controller_id
+            self.on_controller_change(controller_id)
+
+    def _become_controller(self) -> None:
+        kz = self.zk.kazoo
+        while True:
+            try:
+                raw, stat = kz.get(CONTROLLER_EPOCH)
+                epoch = int(raw or b"0") + 1
+                kz.set(CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+                break
+            except NoNodeError:
+                try:
+                    kz.create(CONTROLLER_EPOCH, b"1")
+                    epoch = 1
+                    break
+                except NodeExistsError:
+                    continue
+            except BadVersionError:
+                continue
+        self.epoch = epoch
+        self.active = True
+        self._topic_watches.clear()
+        log.info("broker %d is the controller (epoch %d)", self.broker_id, epoch)
+        self._set_controller(self.broker_id)
+        self._on_topics()
+        self._reconcile_all()
+
+    # -- reacting to changes ------------------------------------------------------------------
+
+    def _on_topics(self) -> None:
+        """Watch new topics' assignments (partition additions), and bring them up."""
+        for topic in self.zk.all_topics():
+            if topic not in self._topic_watches:
+                self._topic_watches.add(topic)
+                self._watch_topic(topic)
+
+    def _watch_topic(self, topic: str) -> None:
+        epoch = self.epoch
+
+        def on_change(data: bytes | None, stat: Any, *args: Any) -> bool | None:
+            if self._stopped.is_set() or self.epoch != epoch or data is None:
+                self._topic_watches.discard(topic)
+                return False
+            self._events.put(("topic", topic))
+            return None
+
+        self.zk.kazoo.DataWatch(f"/brokers/topics/{topic}", on_change)
+
+    def _delete_topics(self) -> None:
+        for topic in self.zk.pending_topic_deletions():
+            log.info("controller: deleting topic %s", topic)
+            self.zk.delete_topic(topic)
+
+    def _live(self) -> tuple[set[int], set[int]]:
+        live = set(self.zk.live_brokers())
+        shutting = {int(c) for c in self.zk._children(CONTROLLED_SHUTDOWN) if c.isdigit()}
+        return live, shutting & live
+
+    def _reconcile_all(self) -> None:
+        live, shutting = self._live()
+        states = self._read_states(self.zk.all_topics())
+        counts = _leader_counts(states)
+        for (topic, partition), (replicas, state) in sorted(states.items()):
+            self._reconcile(topic, partition, replicas, state, live, shutting, counts)
+
+    def _reconcile_topic(self, topic: str) -> None:
+        live, shutting = self._live()
+        states = self._read_states([topic])
+        counts = _leader_counts(states)
+        for (t, partition), (replicas, state) in sorted(states.items()):
+            self._reconcile(t, partition, replicas, state, live, shutting, counts)
+
+    def _read_states(self, topics: Iterable[str]) -> dict[tuple[str, int], tuple[list[int], PartitionState | None]]:
+        found = {}
+        for topic in topics:
+            assignment = self.zk.topic_assignment(topic)
+            for partition, replicas in (assignment or {}).items():
+                found[(topic, partition)] = (replicas, self.zk.partition_state(topic, partition))
+        return found
+
+    def _unclean(self, topic: str) -> bool:
+        value = self.zk.topic_config(topic).get("unclean.leader.election.enable")
+        return self.unclean_default if value is None else value.strip().lower() == "true"
+
+    def _reconcile(
+        self,
+        topic: str,
+        partition: int,
+        replicas: list[int],
+        state: PartitionState | None,
+        live: set[int],
+        shutting: set[int],
+        counts: dict[int, int],
+    ) -> None:
+        """Bring one partition's state in line with the live brokers (retrying on conflicts)."""
+        for _ in range(10):
+            if not self.active:
+                return
+            try:
+                self._reconcile_once(topic, partition, replicas, state, live, shutting, counts)
+                return
+            except ZkVersionConflictError:
+                state = self.zk.partition_state(topic, partition)
+        log.warning("controller: gave up on %s-%d after repeated conflicts", topic, partition)
+
+    def _reconcile_once(
+        self,
+        topic: str,
+        partition: int,
+        replicas: list[int],
+        state: PartitionState | None,
+        live: set[int],
+        shutting: set[int],
+        counts: dict[int, int],
+    ) -> None:
+        if state is None:
+            isr = [r for r in replicas if r in live]
+            eligible = [r for r in isr if r not in shutting] or isr
+            leader = eligible[0] if eligible else NO_LEADER
+            if self.zk.topic_assignment(topic) is None:
+                return  # deleted meanwhile
+            create_partition_state(self.zk, topic, partition, leader, 0, isr, self.epoch)
+            counts[leader] = counts.get(leader, 0) + 1
+            log.info("controller: %s-%d starts with leader %d, isr %s", topic, partition, leader, isr)
+            return
+        if state.controller_epoch > self.epoch:
+            log.warning("controller %d: a newer controller (epoch %d) exists; resigning", self.broker_id, state.controller_epoch)
+            self.active = False
+            return
+        leader_ok = state.leader != NO_LEADER and state.leader in live and state.leader not in shutting
+        if leader_ok:
+            dead = [r for r in state.isr if r not in live or r in shutting]
+            if dead:
+                new_isr = [r for r in state.isr if r not in dead]
+                self._write(topic, partition, state, state.leader, state.leader_epoch, new_isr, f"isr loses {dead}")
+            return
+        choice = elect_leader(replicas, state.isr, live, self._unclean(topic), counts, exclude=shutting)
+        if choice is None:
+            if state.leader in shutting:
+                return  # no other replica can take over: the broker keeps leading until it stops
+            if state.leader != NO_LEADER:
+                self._write(topic, partition, state, NO_LEADER, state.leader_epoch + 1, state.isr, "no replica in the isr is live")
+            return
+        leader, new_isr = choice
+        if state.leader in counts and counts[state.leader] > 0:
+            counts[state.leader] -= 1
+        counts[leader] = counts.get(leader, 0) + 1
+        self._write(topic, partition, state, leader, state.leader_epoch + 1, new_isr, f"leader {state.leader} gone")
+
+    def _write(
+        self, topic: str, partition: int, state: PartitionState, leader: int, leader_epoch: int, isr: list[int], why: str
+    ) -> None:
+        self.zk.set_partition_state(topic, partition, leader, leader_epoch, isr, self.epoch, version=state.zk_version)
+        log.info(
+            "controller: %s-%d leader %d -> %d (epoch %d), isr %s -> %s (%s)",
+            topic, partition, state.leader, leader, leader_epoch, state.isr, isr, why,
+        )
+
+    def _rebalance(self) -> None:
+        """Give leadership back to preferred replicas that are live and in the ISR."""
+        live, shutting = self._live()
+        for (topic, partition), (replicas, state) in sorted(self._read_states(self.zk.all_topics()).items()):
+            if state is None or not replicas:
+                continue
+            preferred = replicas[0]
+            if state.leader == preferred or preferred not in live or preferred in shutting or preferred not in state.isr:
+                continue
+            if state.controller_epoch > self.epoch or not self.active:
+                return
+            try:
+                self._write(topic, partition, state, preferred, state.leader_epoch + 1, state.isr, "preferred replica election")
+            except ZkVersionConflictError:
+                continue
+
+
+def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for _replicas, state in states.values():
+        if state is not None and state.leader != NO_LEADER:
+            counts[state.leader] = counts.get(state.leader, 0) + 1
+    return counts
+
+
+def request_controlled_shutdown(zk: ZkClient, broker_id: int) -> None:
+    """Ask the controller to move leadership off ``broker_id`` (ephemeral, gone with the session)."""
+    try:
+        zk.kazoo.create(f"{CONTROLLED_SHUTDOWN}/{broker_id}", b"", ephemeral=True, makepath=True)
+    except NodeExistsError:
+        pass

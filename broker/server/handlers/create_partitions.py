@@ -1,0 +1,43 @@
+"""CreatePartitions: add partitions to existing topics; the controller gives them leaders."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer
+
+from broker.protocol.errors import ErrorCode, InvalidRequestError
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+    topics = request["topics"]
+    names = [t["name"] for t in topics]
+    attempts = []
+    for topic in topics:
+        if names.count(topic["name"]) > 1:
+            attempts.append(defer.fail(InvalidRequestError(f"topic {topic['name']} appears more than once in the request")))
+            continue
+        assignment = [list(a["broker_ids"]) for a in topic["assignments"]] if topic.get("assignments") else None
+        attempts.append(
+            broker.topics.create_partitions(topic["name"], topic["count"], assignment, request.get("validate_only", False))
+        )
+    d = defer.DeferredList(attempts, consumeErrors=True)
+    d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(t["name"], r) for t, r in zip(topics, results)]})
+    return d
+
+
+def _result(name: str, outcome: tuple[bool, Any]) -> dict:
+    ok, value = outcome
+    if ok:
+        return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
+    exc = value.value
+    return {"name": name, "error_code": getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR), "error_message": str(exc)}
+
+
+HANDLER = Handler(ApiKey.CREATE_PARTITIONS, 0, 1, handle)

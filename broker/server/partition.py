@@ -1,0 +1,243 @@
+"""One hosted partition's replication state: its role, and as leader the followers' positions,
+the ISR and the high watermark.
+
+Runs on the reactor thread. The ISR is recorded in ZooKeeper by a write conditional on the
+state znode's version (run in the thread pool), so a leader that lost a race with the
+controller (or a newer leader) cannot overwrite it; on a conflict the state is re-read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import threads
+from twisted.logger import Logger
+
+from broker.cluster.zk import PartitionState, ZkVersionConflictError
+from broker.storage.leader_epoch import LeaderEpochCache
+from broker.storage.log import PartitionLog
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = Logger()
+
+LEADER = "leader"
+FOLLOWER = "follower"
+OFFLINE = "offline"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class FollowerState:
+    """What the leader knows of one follower, from its fetches."""
+
+    leo: int = -1
+    caught_up_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = 0
+
+
+class Partition:
+    """A partition this broker hosts a replica of."""
+
+    def __init__(self, broker: "Broker", topic: str, partition: int, log_: PartitionLog) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.partition = partition
+        self.log = log_
+        self.log.auto_high_watermark = False
+        self.epochs = LeaderEpochCache(log_.dir, log_.log_end_offset)
+        self.role = OFFLINE
+        self.replicas: list[int] = []
+        self.leader = -1
+        self.leader_epoch = -1
+        self.isr: list[int] = []
+        self.zk_version = -1
+        self.controller_epoch = 0
+        self.leader_epoch_start_offset = 0
+        self.followers: dict[int, FollowerState] = {}
+        self._isr_change_pending = False
+
+    @property
+    def tp(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def me(self) -> int:
+        return self.broker.broker_id
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == LEADER
+
+    def min_insync_replicas(self) -> int:
+        return self.log.config.min_insync_replicas
+
+    # -- role changes -------------------------------------------------------------------------
+
+    def _record_state(self, replicas: list[int], state: PartitionState) -> None:
+        self.replicas = list(replicas)
+        self.leader = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.isr = list(state.isr)
+        self.zk_version = state.zk_version
+        self.controller_epoch = state.controller_epoch
+
+    def make_leader(self, replicas: list[int], state: PartitionState) -> bool:
+        """Lead under ``state``; True when this is a new leadership (new epoch)."""
+        new = self.role != LEADER or state.leader_epoch != self.leader_epoch
+        self._record_state(replicas, state)
+        if new:
+            self.role = LEADER
+            leo = self.log.log_end_offset
+            self.epochs.assign(state.leader_epoch, leo)
+            self.leader_epoch_start_offset = leo
+            now = now_ms()
+            # Followers get one replica.lag.time.max.ms to show up before they leave the ISR.
+            self.followers = {r: FollowerState(caught_up_ms=now) for r in self.replicas if r != self.me}
+            log.info(
+                "{tp}: leader at epoch {epoch}, log end {leo}, high watermark {hw}, isr {isr}",
+                tp=self.name, epoch=state.leader_epoch, leo=leo, hw=self.log.high_watermark, isr=self.isr,
+            )
+        else:
+            for r in self.replicas:
+                if r != self.me:
+                    self.followers.setdefault(r, FollowerState(caught_up_ms=now_ms()))
+        self.maybe_advance_high_watermark()
+        return new
+
+    def make_follower(self, replicas: list[int], state: PartitionState) -> bool:
+        """Follow under ``state``; True when the leader or epoch changed (refetch, truncate)."""
+        changed = self.role != FOLLOWER or state.leader_epoch != self.leader_epoch or state.leader != self.leader
+        self._record_state(replicas, state)
+        self.role = FOLLOWER
+        self.followers = {}
+        if changed:
+            log.info("{tp}: follower of broker {leader} at epoch {epoch}", tp=self.name, leader=state.leader, epoch=state.leader_epoch)
+        return changed
+
+    def make_offline(self, replicas: list[int], state: PartitionState | None) -> None:
+        if state is not None:
+            self._record_state(replicas, state)
+        self.role = OFFLINE
+        self.followers = {}
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    # -- leader: followers, high watermark, ISR -----------------------------------------------
+
+    def update_follower(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched from ``fetch_offset``: that is its log end offset."""
+        st = self.followers.get(replica_id)
+        if st is None or not self.is_leader:
+            return
+        now = now_ms()
+        leo = self.log.log_end_offset
+        st.leo = fetch_offset
+        if fetch_offset >= leo:
+            st.caught_up_ms = now
+        elif fetch_offset >= st.last_fetch_leader_leo >= 0:
+            st.caught_up_ms = max(st.caught_up_ms, st.last_fetch_ms)
+        st.last_fetch_leader_leo = leo
+        st.last_fetch_ms = now
+        self._maybe_expand_isr(replica_id, st)
+        self.maybe_advance_high_watermark()
+
+    def maybe_advance_high_watermark(self, appended_bytes: int | None = None) -> bool:
+        """Move the high watermark to the lowest log end offset in the ISR."""
+        if not self.is_leader:
+            return False
+        leos = [self.log.log_end_offset]
+        for r in self.isr:
+            if r != self.me:
+                st = self.followers.get(r)
+                leos.append(st.leo if st is not None else -1)
+        target = min(leos)
+        if target > self.log.high_watermark:
+            self.log.update_high_watermark(target)
+            self.broker.high_watermark_advanced(self.topic, self.partition, appended_bytes)
+            return True
+        return False
+
+    def _maybe_expand_isr(self, replica_id: int, st: FollowerState) -> None:
+        if replica_id in self.isr or self._isr_change_pending:
+            return
+        if st.leo >= self.log.high_watermark and st.leo >= self.leader_epoch_start_offset:
+            self._change_isr(self.isr + [replica_id], f"broker {replica_id} caught up at offset {st.leo}")
+
+    def maybe_shrink_isr(self, lag_max_ms: int) -> None:
+        """Drop followers that have not caught up within ``lag_max_ms``."""
+        if not self.is_leader or self._isr_change_pending:
+            return
+        now = now_ms()
+        out = [
+            r for r in self.isr
+            if r != self.me and now - self.followers.get(r, FollowerState()).caught_up_ms > lag_max_ms
+        ]
+        if out:
+            self._change_isr([r for r in self.isr if r not in out], f"brokers {out} lag more than {lag_max_ms} ms")
+
+    def _change_isr(self, new_isr: list[int], why: str) -> None:
+        zk = self.broker.zk
+        if zk is None:
+            return
+        self._isr_change_pending = True
+        epoch, version = self.leader_epoch, self.zk_version
+        d = threads.deferToThread(
+            zk.set_partition_state, self.topic, self.partition, self.me, epoch, new_isr, self.controller_epoch, version=version
+        )
+
+        def done(new_version: int) -> None:
+            self._isr_change_pending = False
+            if self.is_leader and self.leader_epoch == epoch and self.zk_version == version:
+                log.info("{tp}: isr {old} -> {new} ({why})", tp=self.name, old=self.isr, new=new_isr, why=why)
+                self.isr = list(new_isr)
+                self.zk_version = new_version
+                self.broker.replicas.isr_written(self.topic, self.partition, new_isr, new_version)
+                self.maybe_advance_high_watermark()
+
+        def failed(failure: Any) -> None:
+            self._isr_change_pending = False
+            if failure.check(ZkVersionConflictError):
+                log.info("{tp}: isr change lost a race; reloading the state", tp=self.name)
+            else:
+                log.failure("{tp}: recording isr {isr}", failure, tp=self.name, isr=new_isr)
+            self.broker.replicas.reload_state(self.topic, self.partition)
+
+        d.addCallbacks(done, failed)
+
+    # -- follower ----------------------------------------------------------------------------
+
+    def follower_appended(self, records: Any, leader_high_watermark: int) -> None:
+        """Record epochs of batches just appended as a follower and take the leader's HW."""
+        from broker.protocol.batch import iter_batches
+
+        latest = self.epochs.latest_epoch
+        for _, header in iter_batches(records):
+            if header.partition_leader_epoch > latest:
+                latest = header.partition_leader_epoch
+                self.epochs.assign(latest, header.base_offset)
+        self.update_follower_high_watermark(leader_high_watermark)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        if leader_high_watermark >= 0:
+            self.log.update_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.log.log_end_offset:
+            log.info("{tp}: truncating from {leo} to {offset}", tp=self.name, leo=self.log.log_end_offset, offset=offset)
+            self.log.truncate_to(offset)
+        self.epochs.truncate_from_end(self.log.log_end_offset)
+
+    def start_at(self, offset: int) -> None:
+        log.info("{tp}: restarting the log empty at offset {offset}", tp=self.name, offset=offset)
+        self.log.truncate_fully_and_start_at(offset)
+        self.epochs.clear()
