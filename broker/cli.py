@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "consumer-groups": ("broker.tools.consumer_groups", "list and describe consumer groups, with lag"),
     "producer-perf-test": ("broker.tools.producer_perf_test", "measure producer throughput and latency"),
     "consumer-perf-test": ("broker.tools.consumer_perf_test", "measure consumer throughput"),
+    "mirror-maker": ("broker.tools.mirror_maker", "mirror topics of source clusters into an aggregate cluster"),
+    "load": ("pipelines.cli", "plan, run, rerun, list and reset warehouse loads (topics -> Parquet via Spark)"),
 }
 
 

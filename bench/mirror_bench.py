@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Mirror-maker throughput against producing straight into the aggregate cluster, same run.
+
+    .venv/bin/python bench/mirror_bench.py [--records 300000] [--partitions 3] [--streams 3] [--size 100]
+
+1. an embedded ZooKeeper, a source cluster and an aggregate cluster (one broker each, own chroots);
+2. direct: librdkafka (confluent_kafka, acks=all, linger.ms=5) produces N keyed records of
+   --size bytes straight into the aggregate cluster; records/s = N / time to all acknowledged;
+3. the same N records are preloaded into the source; `python -m mirror` copies them into the
+   aggregate cluster (acks=all, idempotent, commit every 5 s); records/s = N / time from the
+   mirror's start until the aggregate holds all N (log end offsets summed);
+4. prints both and the ratio (the issue's aim: >= 60 %). Everything is stopped on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import Producer as RdProducer  # noqa: E402
+
+from broker.client.admin import AdminClient  # noqa: E402
+from broker.client.simple_consumer import SimpleConsumer  # noqa: E402
+from broker.cluster.embedded_zk import EmbeddedZooKeeper  # noqa: E402
+from broker.cluster.local import BrokerProcess, write_properties  # noqa: E402
+from broker.cluster.net import free_port  # noqa: E402
+
+
+def broker(zk: str, home: Path) -> BrokerProcess:
+    port = free_port()
+    return BrokerProcess({"broker.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                          "log.dirs": str(home / "data"), "zookeeper.connect": zk}, home).start()
+
+
+def produce(bootstrap: str, topic: str, n: int, size: int) -> float:
+    p = RdProducer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": True,
+                    "queue.buffering.max.messages": 1000000})
+    value = b"x" * size
+    start = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value, b"k%d" % (i % 1000))
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i % 1000 == 0:
+            p.poll(0)
+    assert p.flush(120) == 0
+    return time.perf_counter() - start
+
+
+def end_offsets(b: BrokerProcess, topic: str, partitions: int) -> int:
+    try:
+        with SimpleConsumer(b.host, b.port, timeout=5) as c:
+            return sum(c.latest_offset(topic, p) for p in range(partitions))
+    except Exception:
+        return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=300000)
+    ap.add_argument("--partitions", type=int, default=3)
+    ap.add_argument("--streams", type=int, default=3)
+    ap.add_argument("--size", type=int, default=100)
+    args = ap.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="mirror-bench-"))
+    zk = EmbeddedZooKeeper(home / "zk")
+    zk.start()
+    procs: list = []
+    try:
+        src = broker(f"{zk.connect_string}/src", home / "src")
+        procs.append(src)
+        agg = broker(f"{zk.connect_string}/agg", home / "agg")
+        procs.append(agg)
+        for b, t in ((src, "bench"), (agg, "direct")):
+            with AdminClient(b.bootstrap) as a:
+                a.create_topic(t, args.partitions, 1)
+        time.sleep(1)
+        n = args.records
+        direct = produce(agg.bootstrap, "direct", n, args.size)
+        produce(src.bootstrap, "bench", n, args.size)
+        cfg = write_properties(home / "src.properties", {"zookeeper.connect": f"{zk.connect_string}/src",
+                                                          "group.id": "bench", "mirror.source.name": "src"})
+        pcfg = write_properties(home / "agg.properties", {"bootstrap.servers": agg.bootstrap})
+        cmd = [sys.executable, "-m", "mirror", "--consumer.config", str(cfg), "--producer.config", str(pcfg),
+               "--whitelist", "bench", "--num.streams", str(args.streams), "--status.file", str(home / "status.json")]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        start = time.perf_counter()
+        with open(home / "mirror.out", "wb") as out:
+            mm = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        procs.append(mm)
+        while end_offsets(agg, "bench", args.partitions) < n:
+            if mm.poll() is not None:
+                raise SystemExit(f"mirror exited: {(home / 'mirror.out').read_text()[-2000:]}")
+            time.sleep(0.05)
+        mirrored = time.perf_counter() - start
+        mm.terminate()
+        mm.wait(60)
+        d_rate, m_rate = n / direct, n / mirrored
+        print(f"records={n} size={args.size}B partitions={args.partitions} streams={args.streams}")
+        print(f"direct produce into the aggregate (librdkafka, acks=all): {d_rate:,.0f} rec/s ({direct:.2f} s)")
+        print(f"mirror-maker source -> aggregate (incl. start-up):       {m_rate:,.0f} rec/s ({mirrored:.2f} s)")
+        print(f"ratio: {100 * m_rate / d_rate:.0f} %")
+        return 0
+    finally:
+        for p in reversed(procs):
+            if isinstance(p, subprocess.Popen):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            else:
+                p.stop()
+        zk.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

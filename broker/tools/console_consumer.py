@@ -1,0 +1,226 @@
+"""`logbus console-consumer`: Kafka's kafka-console-consumer — print a topic's records to stdout.
+
+With ``--zookeeper`` it is a ZookeeperConsumerConnector in a group (``--group``, or a
+throw-away ``console-consumer-NNNNN`` group removed at exit, as Kafka 0.8 did). With
+``--bootstrap-server`` it reads every partition directly with SimpleConsumer (no group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from typing import Iterator
+
+from broker.client.connection import BrokerConnectionError
+from broker.client.rebalance import Whitelist
+from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, MessageAndMetadata, SimpleConsumer
+from broker.cluster.zk import ZkError
+from broker.config import ConfigError
+from broker.protocol.errors import KafkaError
+from broker.tools import CommandError
+
+GROUP_NEEDS_COORDINATOR = (
+    "consumer groups on --bootstrap-server need the group coordinator, which is not served yet; "
+    "use --zookeeper HOST:PORT[/chroot] with --group, or drop --group to read without one"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="read every partition directly from the brokers")
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="consume as a ZooKeeper consumer group")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--topic", help="the topic to consume")
+    what.add_argument("--whitelist", help="a regex of topics to consume")
+    parser.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (no committed one)")
+    parser.add_argument("--group", help="the consumer group (--zookeeper only)")
+    parser.add_argument("--max-messages", type=int, default=-1, help="exit after this many messages")
+    parser.add_argument("--timeout-ms", type=int, default=-1, help="exit when no message arrives for this long")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="print.key, key.separator, print.offset, print.partition, print.timestamp")
+    parser.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a consumer config (--zookeeper), e.g. fetch.message.max.bytes=2097152")
+
+
+def _parse_kv(items: list[str], flag: str) -> dict[str, str]:
+    result = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"{flag} must be KEY=VALUE, not {item!r}")
+        result[key.strip()] = value
+    return result
+
+
+class Formatter:
+    """Kafka's DefaultMessageFormatter: [CreateTime:ts\t][Partition:p\t][Offset:o\t][key<sep>]value."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        truthy = lambda k: props.get(k, "false").strip().lower() == "true"  # noqa: E731
+        self.print_key = truthy("print.key")
+        self.print_offset = truthy("print.offset")
+        self.print_partition = truthy("print.partition")
+        self.print_timestamp = truthy("print.timestamp")
+        self.key_sep = props.get("key.separator", "\t").encode().decode("unicode_escape").encode()
+        self.line_sep = props.get("line.separator", "\n").encode().decode("unicode_escape").encode()
+
+    def format(self, m: MessageAndMetadata) -> bytes:
+        parts = []
+        if self.print_timestamp:
+            parts.append(b"CreateTime:%d\t" % m.timestamp if m.timestamp >= 0 else b"NO_TIMESTAMP\t")
+        if self.print_partition:
+            parts.append(b"Partition:%d\t" % m.partition)
+        if self.print_offset:
+            parts.append(b"Offset:%d\t" % m.offset)
+        if self.print_key:
+            parts.append((m.key if m.key is not None else b"null") + self.key_sep)
+        parts.append(m.value if m.value is not None else b"null")
+        parts.append(self.line_sep)
+        return b"".join(parts)
+
+
+def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | None, from_beginning: bool,
+                       fetch_size: int = 1 << 20, timeout_ms: int = -1) -> Iterator[MessageAndMetadata]:
+    """Every partition of the topics (or of those ``pattern`` allows), read with SimpleConsumer.
+
+    Ends when nothing arrived for ``timeout_ms`` (never, when negative)."""
+    first = None
+    errors = []
+    for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
+        try:
+            first = SimpleConsumer.from_address(address, timeout=10)
+            first.topic_metadata([])
+            break
+        except (BrokerConnectionError, ValueError) as exc:
+            errors.append(str(exc))
+            first = None
+    if first is None:
+        raise BrokerConnectionError("; ".join(errors) or "no bootstrap server given")
+    if topics is None:
+        flt = Whitelist(pattern or ".*")
+        md = first.topic_metadata(None)
+        topics = sorted(t["name"] for t in md["topics"] if not t["name"].startswith("__") and flt.is_topic_allowed(t["name"]))
+    consumers: dict[tuple[str, int], SimpleConsumer] = {}
+    positions: dict[tuple[str, str, int], int] = {}
+    by_leader: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for topic in topics:
+        for partition in first.partitions_for(topic):
+            _, host, port = first.find_leader(topic, partition)
+            by_leader.setdefault((host, port), []).append((topic, partition))
+    try:
+        for (host, port), tps in by_leader.items():
+            consumer = consumers[(host, port)] = SimpleConsumer(host, port, timeout=30)
+            for topic, partition in tps:
+                start = consumer.get_offsets_before(topic, partition, EARLIEST_TIME if from_beginning else LATEST_TIME)
+                positions[(f"{host}:{port}", topic, partition)] = start[0] if start else 0
+        last_message = time.monotonic()
+        wait_ms = 100 if len(by_leader) <= 1 else 10
+        while True:
+            got = False
+            for (host, port), tps in by_leader.items():
+                consumer = consumers[(host, port)]
+                key = f"{host}:{port}"
+                results = consumer.multifetch([(t, p, positions[(key, t, p)], fetch_size) for t, p in tps],
+                                              max_wait_ms=wait_ms, min_bytes=1)
+                for (t, p), ms in results.items():
+                    if ms.error is not None:
+                        raise ms.error
+                    if ms:
+                        got = True
+                        yield from ms
+                    positions[(key, t, p)] = max(positions[(key, t, p)], ms.next_offset)
+            if got:
+                last_message = time.monotonic()
+            elif timeout_ms >= 0 and (time.monotonic() - last_message) * 1000 >= timeout_ms:
+                return
+    finally:
+        first.close()
+        for c in consumers.values():
+            c.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    fmt = Formatter(_parse_kv(args.property, "--property"))
+    consumer_props = _parse_kv(args.consumer_property, "--consumer-property")
+    out = sys.stdout.buffer
+    count = 0
+    if args.bootstrap_server:
+        if args.group:
+            raise CommandError(GROUP_NEEDS_COORDINATOR)
+        try:
+            for m in bootstrap_messages(args.bootstrap_server, [args.topic] if args.topic else None, args.whitelist,
+                                        args.from_beginning, timeout_ms=args.timeout_ms):
+                out.write(fmt.format(m))
+                count += 1
+                if count == args.max_messages:
+                    break
+        except BrokerConnectionError as exc:
+            raise CommandError(str(exc)) from exc
+        except KafkaError as exc:
+            raise CommandError(f"{type(exc).__name__}: {exc}") from exc
+        except KeyboardInterrupt:
+            pass
+        finally:
+            out.flush()
+        print(f"Processed a total of {count} messages", file=sys.stderr)
+        return 0
+    return _run_zookeeper(args, fmt, consumer_props)
+
+
+def _run_zookeeper(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[str, str]) -> int:
+    from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsumerConnector
+
+    throwaway = not args.group
+    group = args.group or f"console-consumer-{random.randint(0, 99999)}"
+    props = {
+        "zookeeper.connect": args.zookeeper, "group.id": group,
+        "auto.offset.reset": "smallest" if args.from_beginning else "largest",
+        "consumer.timeout.ms": str(args.timeout_ms), "zookeeper.connection.timeout.ms": "10000",
+        "rebalance.backoff.ms": "500", "rebalance.max.retries": "20",
+        **consumer_props,
+    }
+    out = sys.stdout.buffer
+    count = 0
+    try:
+        connector = ZookeeperConsumerConnector(props)
+    except (ZkError, ConfigError) as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        try:
+            if args.topic:
+                stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+            else:
+                stream = connector.create_message_streams_by_filter(Whitelist(args.whitelist), 1)[0]
+        except (KafkaError, ValueError, Exception) as exc:
+            raise CommandError(str(exc)) from exc
+        try:
+            for m in stream:
+                out.write(fmt.format(m))
+                count += 1
+                if count == args.max_messages:
+                    break
+        except ConsumerTimeoutException:
+            pass
+        except KeyboardInterrupt:
+            pass
+        out.flush()
+        if not throwaway:
+            connector.commit_offsets()
+    finally:
+        connector.shutdown()
+        if throwaway:
+            _delete_group(args.zookeeper, group)
+    print(f"Processed a total of {count} messages", file=sys.stderr)
+    return 0
+
+
+def _delete_group(connect: str, group: str) -> None:
+    from broker.cluster.zk import ZkClient
+
+    try:
+        with ZkClient(connect, session_timeout_ms=6000) as zk:
+            zk.client.delete(f"/consumers/{group}", recursive=True)
+    except Exception:
+        pass

@@ -1,0 +1,139 @@
+"""`logbus consumer-groups`: Kafka's kafka-consumer-groups — --list, --describe with lag.
+
+With --zookeeper (ZooKeeper consumer groups) the table is Kafka 0.8's: GROUP TOPIC PARTITION
+CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID; committed offsets and owners come from
+/consumers/<group>/...; the log end offset is asked of each partition's leader with ListOffsets.
+With --bootstrap-server (groups of standard clients, through the brokers' group coordinators,
+``broker.tools.coordinator_groups``) it is today's: ... CONSUMER-ID HOST CLIENT-ID. Both read
+the same committed offsets: a group's offsets live in ZooKeeper whichever kind of consumer
+wrote them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kazoo.exceptions import NoNodeError
+
+from broker.client.connection import BrokerConnectionError
+from broker.client.simple_consumer import LATEST_TIME, SimpleConsumer
+from broker.cluster.zk import CONSUMERS, ZkClient, ZkError
+from broker.protocol.errors import KafkaError
+from broker.tools import CommandError
+
+HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID")
+BOOTSTRAP_HEADER = HEADER + ("HOST", "CLIENT-ID")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="ZooKeeper of the groups")
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="brokers: groups of their group coordinators")
+    actions = parser.add_mutually_exclusive_group(required=True)
+    actions.add_argument("--list", action="store_true", help="list the groups")
+    actions.add_argument("--describe", action="store_true", help="describe a group: offsets, lag, owners")
+    parser.add_argument("--group", help="the group to describe")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.describe and not args.group:
+        raise CommandError("--describe needs --group")
+    if args.bootstrap_server:
+        return _run_bootstrap(args)
+    try:
+        zk = ZkClient(args.zookeeper, session_timeout_ms=6000, connection_timeout_ms=10000)
+        zk.start()
+    except ZkError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        if args.list:
+            for group in sorted(zk.client.get_children(CONSUMERS)):
+                print(group)
+            return 0
+        rows = describe(zk, args.group)
+        _print_table(rows)
+        return 0
+    finally:
+        zk.stop()
+
+
+def _run_bootstrap(args: argparse.Namespace) -> int:
+    from broker.tools import coordinator_groups
+
+    try:
+        if args.list:
+            for group in coordinator_groups.list_groups(args.bootstrap_server):
+                print(group)
+            return 0
+        view = coordinator_groups.describe_group(args.bootstrap_server, args.group)
+    except (OSError, BrokerConnectionError, KafkaError) as exc:
+        raise CommandError(str(exc)) from exc
+    if view.state == "Dead" and not view.rows:
+        raise CommandError(f"consumer group '{args.group}' does not exist")
+    if not view.members:
+        print(f"Consumer group '{args.group}' has no active members.")
+    _print_table(view.rows, BOOTSTRAP_HEADER)
+    return 0
+
+
+def _children(zk: ZkClient, path: str) -> list[str]:
+    try:
+        return zk.client.get_children(path)
+    except NoNodeError:
+        return []
+
+
+def describe(zk: ZkClient, group: str) -> list[tuple]:
+    """Rows of Kafka's table for ``group``; CommandError when the group does not exist."""
+    base = f"{CONSUMERS}/{group}"
+    if zk.client.exists(base) is None:
+        raise CommandError(f"consumer group '{group}' does not exist")
+    topics = sorted(set(_children(zk, f"{base}/offsets")) | set(_children(zk, f"{base}/owners")))
+    brokers = zk.live_brokers()
+    consumers: dict[tuple[str, int], SimpleConsumer] = {}
+    rows = []
+    try:
+        for topic in topics:
+            assignment = zk.topic_assignment(topic) or {}
+            for partition in sorted(assignment):
+                current = _read(zk, f"{base}/offsets/{topic}/{partition}")
+                owner = _read(zk, f"{base}/owners/{topic}/{partition}") or "-"
+                end = _log_end(zk, brokers, consumers, topic, partition)
+                lag = end - int(current) if end is not None and current is not None else None
+                rows.append((group, topic, partition, current if current is not None else "-",
+                             end if end is not None else "-", lag if lag is not None else "-", owner))
+    finally:
+        for c in consumers.values():
+            c.close()
+    return rows
+
+
+def _read(zk: ZkClient, path: str) -> str | None:
+    try:
+        return zk.client.get(path)[0].decode().strip()
+    except NoNodeError:
+        return None
+
+
+def _log_end(zk: ZkClient, brokers: dict, consumers: dict, topic: str, partition: int) -> int | None:
+    state = zk.partition_state(topic, partition)
+    if state is None or state.leader not in brokers:
+        return None
+    info = brokers[state.leader]
+    ep = info.endpoint("PLAINTEXT")
+    host, port = (ep.host, ep.port) if ep is not None else (info.host, info.port)
+    consumer = consumers.get((host, port))
+    if consumer is None:
+        consumer = consumers[(host, port)] = SimpleConsumer(host or "127.0.0.1", port, timeout=10)
+    try:
+        offsets = consumer.get_offsets_before(topic, partition, LATEST_TIME)
+    except (BrokerConnectionError, KafkaError):
+        return None
+    return offsets[0] if offsets else None
+
+
+def _print_table(rows: list[tuple], header: tuple = HEADER) -> None:
+    table = [header] + [tuple(str(c) for c in r) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        print(" ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

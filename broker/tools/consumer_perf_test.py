@@ -1,0 +1,141 @@
+"""`logbus consumer-perf-test`: Kafka's kafka-consumer-perf-test — read N messages, report the rate.
+
+``--bootstrap-server`` reads every partition with SimpleConsumer; ``--zookeeper`` uses a
+ZookeeperConsumerConnector with ``--threads`` streams (one reader thread each). The summary
+is Kafka's line: start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg,
+nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+import uuid
+from datetime import datetime
+
+from broker.client.connection import BrokerConnectionError
+from broker.cluster.zk import ZkError
+from broker.protocol.errors import KafkaError
+from broker.tools import CommandError
+from broker.tools.console_consumer import bootstrap_messages
+
+HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+          "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT")
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--messages", type=int, required=True, help="how many messages to read")
+    parser.add_argument("--fetch-size", type=int, default=1024 * 1024, help="bytes per partition per fetch")
+    parser.add_argument("--threads", type=int, default=1, help="streams (--zookeeper)")
+    parser.add_argument("--group", default=None, help="group id (--zookeeper; default: a fresh one)")
+    parser.add_argument("--from-latest", action="store_true", help="start at the log end instead of the beginning")
+    parser.add_argument("--timeout", type=int, default=10000, help="ms without a message before giving up")
+    parser.add_argument("--hide-header", action="store_true")
+
+
+def _ts(t: float) -> str:
+    return datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S:%f")[:-3]
+
+
+def summary(start: float, end: float, nbytes: int, nmsg: int, rebalance_ms: float = 0.0) -> str:
+    mb = nbytes / (1024 * 1024)
+    secs = max(end - start, 1e-9)
+    fetch_secs = max(secs - rebalance_ms / 1000.0, 1e-9)
+    return (f"{_ts(start)}, {_ts(end)}, {mb:.4f}, {mb / secs:.4f}, {nmsg}, {nmsg / secs:.4f}, "
+            f"{rebalance_ms:.0f}, {fetch_secs * 1000:.0f}, {mb / fetch_secs:.4f}, {nmsg / fetch_secs:.4f}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.messages <= 0:
+        raise CommandError("--messages must be positive")
+    if args.bootstrap_server:
+        nmsg, nbytes, start, end, rebalance_ms = _run_bootstrap(args)
+    else:
+        nmsg, nbytes, start, end, rebalance_ms = _run_zookeeper(args)
+    if not args.hide_header:
+        print(HEADER)
+    print(summary(start, end, nbytes, nmsg, rebalance_ms))
+    return 0
+
+
+def _run_bootstrap(args: argparse.Namespace) -> tuple:
+    nmsg = nbytes = 0
+    start = time.time()
+    end = start
+    try:
+        for m in bootstrap_messages(args.bootstrap_server, [args.topic], None, not args.from_latest,
+                                    fetch_size=args.fetch_size, timeout_ms=args.timeout):
+            nmsg += 1
+            nbytes += len(m.value or b"") + len(m.key or b"")
+            if nmsg >= args.messages:
+                break
+        end = time.time()
+    except BrokerConnectionError as exc:
+        raise CommandError(str(exc)) from exc
+    except KafkaError as exc:
+        raise CommandError(f"{type(exc).__name__}: {exc}") from exc
+    return nmsg, nbytes, start, end, 0.0
+
+
+def _run_zookeeper(args: argparse.Namespace) -> tuple:
+    from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsumerConnector
+
+    group = args.group or f"perf-consumer-{uuid.uuid4().hex[:8]}"
+    start = time.time()
+    try:
+        connector = ZookeeperConsumerConnector({
+            "zookeeper.connect": args.zookeeper, "group.id": group, "auto.commit.enable": "false",
+            "auto.offset.reset": "largest" if args.from_latest else "smallest",
+            "fetch.message.max.bytes": str(args.fetch_size), "consumer.timeout.ms": str(args.timeout),
+            "rebalance.backoff.ms": "500", "rebalance.max.retries": "20",
+        })
+    except ZkError as exc:
+        raise CommandError(str(exc)) from exc
+    counts = {"msgs": 0, "bytes": 0}
+    lock = threading.Lock()
+    done = threading.Event()
+    end = [start]
+    try:
+        try:
+            streams = connector.create_message_streams({args.topic: max(args.threads, 1)})[args.topic]
+        except Exception as exc:
+            raise CommandError(str(exc)) from exc
+        rebalance_ms = (time.time() - start) * 1000
+
+        def read(stream) -> None:
+            n = b = 0
+            try:
+                for m in stream:
+                    n += 1
+                    b += len(m[4] or b"") + len(m[3] or b"")
+                    if n % 1000 == 0:
+                        with lock:
+                            counts["msgs"] += n
+                            counts["bytes"] += b
+                            n = b = 0
+                            if counts["msgs"] >= args.messages:
+                                end[0] = time.time()
+                                done.set()
+                                return
+                    if done.is_set():
+                        break
+            except ConsumerTimeoutException:
+                pass
+            with lock:
+                counts["msgs"] += n
+                counts["bytes"] += b
+                end[0] = max(end[0], time.time())
+
+        threads = [threading.Thread(target=read, args=(s,), daemon=True) for s in streams]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        connector.shutdown()
+    return counts["msgs"], counts["bytes"], start, end[0], rebalance_ms

@@ -1,0 +1,435 @@
+"""MirrorMaker: N source clusters into one aggregate cluster, without losing a record.
+
+Shape (Kafka 0.8's MirrorMaker): one ZookeeperConsumerConnector per source cluster, each with
+``num.streams`` streams over the whitelist/blacklist; one thread per stream reads records and
+sends them with the single Producer (acks=all, idempotent) into the aggregate cluster.
+
+Commit protocol (no data loss):
+
+- The connectors never commit on their own (``auto.commit.enable=false``).
+- Each stream thread sends a record inside a shared section of a gate and then records
+  "next offset to copy" for its source partition (``positions``).
+- Every ``offset.commit.interval.ms`` the committer closes the gate (waits for sends in
+  progress; new ones wait), snapshots the positions, flushes the producer (every record sent
+  before is acknowledged by all in-sync replicas), reopens the gate and writes the snapshot to
+  the source's ``/consumers/<group>/offsets/<topic>/<partition>``.
+- A send that fails for good (after the producer's retries, within delivery.timeout.ms) sets
+  the failure: nothing more is committed and the mirror stops (abort.on.send.failure=true, the
+  default). So a restart resumes from offsets whose records are all in the aggregate cluster;
+  at most the records after the last commit are copied again (the uncommitted window).
+- SIGTERM: stop reading, final flush and commit, shut down, exit 0.
+
+Loop prevention: see mirror.origin. Target topics: see mirror.topics.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from broker.client.producer import Producer
+from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsumerConnector
+from broker.cluster.ids import CLUSTER_ID_PATH
+from broker.cluster.zk import ZkClient
+from mirror.config import MirrorConfig, SourceConfig
+from mirror.origin import Origin, came_from, with_origin
+from mirror.stats import LagProbe, Reporter
+from mirror.topics import TargetAdmin, TargetTopics, choose_partition
+
+log = logging.getLogger("mirror")
+
+import json  # noqa: E402  (kept apart: used only for the cluster id)
+
+
+class MirrorError(RuntimeError):
+    """The mirror stopped because of a failure (a send that failed for good, a dead source thread...)."""
+
+
+class Gate:
+    """Many senders, one committer: ``enter``/``leave`` around a send, ``exclusive()`` to commit."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._writer = False
+        self._waiting = 0
+
+    def enter(self) -> None:
+        with self._cond:
+            while self._writer or self._waiting:
+                self._cond.wait()
+            self._active += 1
+
+    def leave(self) -> None:
+        with self._cond:
+            self._active -= 1
+            if self._active == 0:
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._writer or self._active:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+def read_cluster_id(zk: ZkClient, timeout: float = 60.0, stop: threading.Event | None = None) -> str:
+    """``/cluster/id`` of a cluster (written by its first broker); waits for it to appear."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            raw, _ = zk.client.get(CLUSTER_ID_PATH)
+            return json.loads(raw)["id"]
+        except NoNodeError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: wait like for a missing node
+            log.debug("reading %s: %s", CLUSTER_ID_PATH, exc)
+        if time.monotonic() > deadline or (stop is not None and stop.is_set()):
+            raise MirrorError(f"{getattr(zk, 'connect', 'source')}: "
+                              f"no {CLUSTER_ID_PATH} (has a broker of this cluster ever started?)")
+        time.sleep(0.5)
+
+
+class Source:
+    """One source cluster: its connector, its streams, what was sent and what was committed."""
+
+    def __init__(self, cfg: SourceConfig) -> None:
+        self.cfg = cfg
+        self.name = cfg.name or f"source{cfg.index}"
+        self.connector: ZookeeperConsumerConnector | None = None
+        self.cluster_id = ""
+        self.positions: dict[tuple[str, int], int] = {}
+        self.committed: dict[tuple[str, int], int] = {}
+        self.partition_counts: dict[str, int] = {}
+        self.streams: list = []
+        self.probe: LagProbe | None = None
+
+    @property
+    def zk(self) -> ZkClient:
+        return self.connector.zk  # type: ignore[union-attr]
+
+    def start(self, topic_filter, num_streams: int, stop: threading.Event) -> None:
+        self.connector = ZookeeperConsumerConnector(self.cfg.consumer_props)
+        self.cluster_id = read_cluster_id(self.zk, timeout=300.0, stop=stop)
+        if not self.cfg.name:
+            self.name = self.cluster_id
+        self.streams = self.connector.create_message_streams_by_filter(topic_filter, num_streams)
+        # The connector's watches fire once when set, which rebalances again right after the
+        # first one; start copying only once that has settled, or the records fetched in
+        # between would be copied twice.
+        settle_until = time.monotonic() + 5.0
+        seen, stable_since = self.connector.rebalance_count, time.monotonic()
+        while time.monotonic() < settle_until and time.monotonic() - stable_since < 0.5:
+            time.sleep(0.05)
+            if self.connector.rebalance_count != seen:
+                seen, stable_since = self.connector.rebalance_count, time.monotonic()
+        self.probe = LagProbe(self.zk)
+        log.info("source %s (cluster %s, %s, group %s): %d streams", self.name, self.cluster_id,
+                 self.cfg.zookeeper_connect, self.cfg.group, len(self.streams))
+
+    def source_partition_count(self, topic: str, partition: int) -> int | None:
+        count = self.partition_counts.get(topic)
+        if count is None or partition >= count:
+            assignment = self.zk.topic_assignment(topic)
+            count = len(assignment) if assignment else None
+            if count is not None:
+                self.partition_counts[topic] = count
+        return count
+
+    def commit(self, positions: dict[tuple[str, int], int]) -> int:
+        """Write changed offsets to ZooKeeper; returns how many were written."""
+        zk = self.zk.client
+        written = 0
+        base = f"/consumers/{self.cfg.group}/offsets"
+        for (topic, partition), offset in sorted(positions.items()):
+            if self.committed.get((topic, partition)) == offset:
+                continue
+            path = f"{base}/{topic}/{partition}"
+            data = str(offset).encode()
+            try:
+                zk.set(path, data)
+            except NoNodeError:
+                try:
+                    zk.create(path, data, makepath=True)
+                except NodeExistsError:
+                    zk.set(path, data)
+            self.committed[(topic, partition)] = offset
+            written += 1
+        return written
+
+    def shutdown(self) -> None:
+        if self.probe is not None:
+            self.probe.close()
+        if self.connector is not None:
+            self.connector.shutdown()
+
+
+class MirrorMaker:
+    """Build with a MirrorConfig; ``run()`` until SIGTERM/``stop()`` or a failure; returns an exit code."""
+
+    def __init__(self, config: MirrorConfig) -> None:
+        self.config = config
+        self.sources = [Source(s) for s in config.sources]
+        self.gate = Gate()
+        self.producer: Producer | None = None
+        self.admin: TargetAdmin | None = None
+        self.topics: TargetTopics | None = None
+        self.target_id = ""
+        self.failure: BaseException | None = None
+        self.send_failures = 0
+        self.skipped_loop = 0
+        self.commits = 0
+        self.last_commit = time.monotonic()
+        self.state = "starting"
+        self._stop_requested = threading.Event()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._counters: list[dict[tuple[str, str], int]] = []
+        self._reporter = Reporter(config.status_file)
+        self._stats_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _target_bootstrap(self) -> str:
+        p = self.config.producer_props
+        servers = p.get("bootstrap.servers") or p.get("metadata.broker.list") or ""
+        if servers:
+            return servers
+        zk = ZkClient(p["zookeeper.connect"], session_timeout_ms=6000)
+        zk.start(timeout=30)
+        try:
+            brokers = zk.live_brokers()
+            out = []
+            for info in brokers.values():
+                ep = info.endpoint("PLAINTEXT")
+                if ep is not None:
+                    out.append(f"{ep.host or '127.0.0.1'}:{ep.port}")
+            if not out:
+                raise MirrorError("no broker of the aggregate cluster is registered in its ZooKeeper")
+            return ",".join(out)
+        finally:
+            zk.stop()
+
+    def start(self) -> None:
+        cfg = self.config
+        self.admin = TargetAdmin(self._target_bootstrap())
+        self.target_id = self.admin.cluster_id()
+        if not self.target_id:
+            raise MirrorError("the aggregate cluster did not tell its cluster id (Metadata v2+); cannot prevent loops")
+        self.producer = Producer(cfg.producer_props)
+        self.topics = TargetTopics(self.admin, self.producer, cfg.target_replication_factor)
+        log.info("aggregate cluster %s; filter %s %r; %d sources x %d streams", self.target_id,
+                 "whitelist" if cfg.whitelist is not None else "blacklist",
+                 cfg.whitelist if cfg.whitelist is not None else cfg.blacklist, len(self.sources), cfg.num_streams)
+        topic_filter = cfg.topic_filter()
+        for source in self.sources:
+            source.start(topic_filter, cfg.num_streams, self._stop_requested)
+            if source.cluster_id == self.target_id:
+                log.warning("source %s is the aggregate cluster itself: every record will be skipped", source.name)
+            for i, stream in enumerate(source.streams):
+                counts: dict[tuple[str, str], int] = {}
+                self._counters.append(counts)
+                t = threading.Thread(target=self._run_stream, args=(source, stream, counts),
+                                     name=f"mirror-{source.name}-{i}", daemon=True)
+                self._threads.append(t)
+                t.start()
+        stats = threading.Thread(target=self._stats_loop, name="mirror-stats", daemon=True)
+        self._threads.append(stats)
+        stats.start()
+        self.state = "running"
+
+    def request_stop(self, *_: Any) -> None:
+        """Ask ``run()`` to stop cleanly (final flush and commit); safe from a signal handler."""
+        self._stop_requested.set()
+
+    def run(self, install_signals: bool = True) -> int:
+        if install_signals and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.request_stop)
+            signal.signal(signal.SIGINT, self.request_stop)
+        try:
+            self.start()
+        except BaseException:
+            self._stopping.set()
+            self._close(final_commit=False)
+            raise
+        interval = self.config.offset_commit_interval_ms / 1000.0
+        next_commit = time.monotonic() + interval
+        while not self._stop_requested.wait(0.05):
+            if self.failure is not None:
+                break
+            if time.monotonic() >= next_commit:
+                try:
+                    self.commit()
+                except Exception as exc:  # noqa: BLE001 - ZooKeeper hiccup: try again next time
+                    log.warning("commit failed (will retry): %s", exc)
+                next_commit = time.monotonic() + interval
+        return self._close(final_commit=self.failure is None)
+
+    def commit(self) -> None:
+        """Flush the producer, then commit every source position whose records are acknowledged."""
+        assert self.producer is not None
+        with self.gate.exclusive():
+            snapshot = [dict(s.positions) for s in self.sources]
+            self.producer.flush()
+        if self.failure is not None:
+            log.error("not committing: a send failed (%s)", self.failure)
+            return
+        written = 0
+        for source, positions in zip(self.sources, snapshot):
+            if source.connector is None:
+                continue
+            owned = source.connector.owned_partitions()
+            written += source.commit({tp: off for tp, off in positions.items() if tp in owned})
+        self.commits += 1
+        self.last_commit = time.monotonic()
+        log.debug("committed %d offsets", written)
+
+    def _close(self, final_commit: bool) -> int:
+        self.state = "stopping"
+        self._stopping.set()
+        self._stop_requested.set()
+        if final_commit and self.producer is not None:
+            try:
+                self.commit()
+                log.info("final flush and commit done")
+            except Exception as exc:  # noqa: BLE001
+                log.error("final commit failed: %s", exc)
+                if self.failure is None:
+                    self.failure = exc
+        for source in self.sources:
+            try:
+                source.shutdown()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("shutting down source %s: %s", source.name, exc)
+        for t in self._threads:
+            t.join(timeout=10)
+        if self.producer is not None:
+            self.producer.close(timeout=30 if self.failure is None else 0)
+        if self.admin is not None:
+            self.admin.close()
+        self.state = "failed" if self.failure is not None else "stopped"
+        self._report()
+        if self.failure is not None:
+            log.error("mirror-maker stopped on a failure: %s", self.failure)
+            return 1
+        log.info("mirror-maker stopped cleanly")
+        return 0
+
+    # ------------------------------------------------------------------ copying
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = exc
+            log.error("mirror failure: %s", exc)
+        self._stop_requested.set()
+
+    def _on_send(self, metadata: Any, exc: BaseException | None) -> None:
+        if exc is None:
+            return
+        self.send_failures += 1
+        if self.config.abort_on_send_failure:
+            self._fail(MirrorError(f"a send failed for good: {exc}"))
+        else:
+            log.error("a send failed for good; the record is SKIPPED (abort.on.send.failure=false): %s", exc)
+
+    def _run_stream(self, source: Source, stream: Any, counts: dict[tuple[str, str], int]) -> None:
+        it = iter(stream)
+        try:
+            while not self._stopping.is_set():
+                try:
+                    msg = next(it)
+                except ConsumerTimeoutException:
+                    continue
+                except StopIteration:
+                    return
+                self.gate.enter()
+                try:
+                    if self._stopping.is_set():
+                        return
+                    self._mirror(source, msg, counts)
+                finally:
+                    self.gate.leave()
+        except BaseException as exc:  # noqa: BLE001
+            if not self._stopping.is_set():
+                self._fail(exc)
+
+    def _mirror(self, source: Source, msg: Any, counts: dict[tuple[str, str], int]) -> None:
+        topic, partition, offset = msg[0], msg[1], msg[2]
+        headers = msg[5]
+        if headers and came_from(headers, self.target_id):
+            self.skipped_loop += 1
+            source.positions[(topic, partition)] = offset + 1
+            return
+        target = source.cfg.topic_prefix + topic
+        target_count = self.topics.partition_count(target, source.zk, topic)  # type: ignore[union-attr]
+        part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
+        ts = msg[6]
+        self.producer.send(  # type: ignore[union-attr]
+            target, msg[4], msg[3], part,
+            with_origin(headers, Origin(source.cluster_id, topic, partition, offset)),
+            ts if ts is not None and ts >= 0 else None,
+            self._on_send,
+        )
+        source.positions[(topic, partition)] = offset + 1
+        key = (source.name, topic)
+        counts[key] = counts.get(key, 0) + 1
+
+    # ------------------------------------------------------------------ stats
+
+    def _stats_loop(self) -> None:
+        interval = self.config.stats_interval_ms / 1000.0
+        while not self._stop_requested.wait(interval):
+            try:
+                self._report()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("stats: %s", exc)
+
+    def _report(self) -> dict[str, Any]:
+        with self._stats_lock:
+            counts: dict[tuple[str, str], int] = {}
+            for c in list(self._counters):
+                for k, v in list(c.items()):
+                    counts[k] = counts.get(k, 0) + v
+            lags: dict[tuple[str, str], int | None] = {}
+            if self.state == "running":
+                for source in self.sources:
+                    if source.probe is None:
+                        continue
+                    positions = dict(source.positions)
+                    ends = source.probe.end_offsets(sorted(positions))
+                    for (topic, partition), pos in positions.items():
+                        key = (source.name, topic)
+                        end = ends.get((topic, partition))
+                        if end is None:
+                            lags.setdefault(key, None)
+                        else:
+                            lags[key] = (lags.get(key) or 0) + max(end - pos, 0)
+            extra = {
+                "state": self.state,
+                "target_cluster_id": self.target_id,
+                "source_cluster_ids": {s.name: s.cluster_id for s in self.sources},
+                "records_copied": sum(counts.values()),
+                "records_skipped_loop": self.skipped_loop,
+                "send_failures": self.send_failures,
+                "commits": self.commits,
+                "last_commit_age_s": round(time.monotonic() - self.last_commit, 1),
+                "error": str(self.failure) if self.failure is not None else None,
+            }
+            return self._reporter.report(counts, lags, extra)

@@ -1,0 +1,113 @@
+"""Rate and lag per source and topic: a log line per interval and a JSON status file.
+
+``logbus mirror-maker --status [--status.file F]`` prints the file a running mirror writes
+(atomically, every ``stats.interval.ms``). Lag is the source partition's log end offset (asked
+of its leader with ListOffsets) minus the next offset the mirror will copy, summed per topic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from broker.client.simple_consumer import SimpleConsumer
+
+log = logging.getLogger("mirror.stats")
+
+
+class LagProbe:
+    """Log end offsets of a source's partitions, from their leaders (found in the source's ZooKeeper)."""
+
+    def __init__(self, zk) -> None:
+        self.zk = zk
+        self._consumers: dict[tuple[str, int], SimpleConsumer] = {}
+
+    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        result: dict[tuple[str, int], int] = {}
+        for topic, partition in partitions:
+            try:
+                state = self.zk.partition_state(topic, partition)
+                if state is None or state.leader < 0:
+                    continue
+                info = self.zk.broker_info(state.leader)
+                endpoint = info.endpoint("PLAINTEXT") if info else None
+                if endpoint is None:
+                    continue
+                address = (endpoint.host or "127.0.0.1", endpoint.port)
+                consumer = self._consumers.get(address)
+                if consumer is None:
+                    consumer = self._consumers[address] = SimpleConsumer(address[0], address[1], timeout=5.0)
+                result[(topic, partition)] = consumer.latest_offset(topic, partition)
+            except Exception:  # noqa: BLE001 - a source that is away has unknown lag
+                self._drop_all()
+        return result
+
+    def _drop_all(self) -> None:
+        for consumer in self._consumers.values():
+            try:
+                consumer.close()
+            except Exception:
+                pass
+        self._consumers.clear()
+
+    def close(self) -> None:
+        self._drop_all()
+
+
+class Reporter:
+    """Turns counters and positions into rates and lag; logs them and writes the status file."""
+
+    def __init__(self, status_file: str | None) -> None:
+        self.status_file = status_file
+        self._last_counts: dict[tuple[str, str], int] = {}
+        self._last_time = time.monotonic()
+        self.started = time.time()
+
+    def report(self, counts: dict[tuple[str, str], int], lags: dict[tuple[str, str], int | None],
+               extra: dict[str, Any]) -> dict[str, Any]:
+        now = time.monotonic()
+        elapsed = max(now - self._last_time, 1e-6)
+        sources: dict[str, dict[str, Any]] = {}
+        parts = []
+        for key in sorted(set(counts) | set(lags)):
+            source, topic = key
+            total = counts.get(key, 0)
+            rate = (total - self._last_counts.get(key, 0)) / elapsed
+            lag = lags.get(key)
+            sources.setdefault(source, {})[topic] = {"records": total, "records_per_sec": round(rate, 1), "lag": lag}
+            parts.append(f"{source}/{topic} {rate:.0f} rec/s lag {'?' if lag is None else lag}")
+        self._last_counts = dict(counts)
+        self._last_time = now
+        log.info("mirror: %s", "; ".join(parts) if parts else "no topics yet")
+        status = {"pid": os.getpid(), "time": time.time(), "started": self.started, "sources": sources, **extra}
+        if self.status_file:
+            try:
+                tmp = f"{self.status_file}.tmp{os.getpid()}"
+                with open(tmp, "w") as f:
+                    json.dump(status, f, indent=1, sort_keys=True)
+                os.replace(tmp, self.status_file)
+            except OSError as exc:
+                log.warning("cannot write the status file %s: %s", self.status_file, exc)
+        return status
+
+
+def format_status(status: dict[str, Any]) -> str:
+    """The status file as a table for `--status`."""
+    age = time.time() - status.get("time", 0)
+    lines = [
+        f"mirror-maker pid {status.get('pid')}: {status.get('state', '?')}, status written {age:.0f} s ago, "
+        f"target cluster {status.get('target_cluster_id', '?')}",
+        f"{'SOURCE':<20} {'TOPIC':<30} {'RECORDS':>12} {'REC/S':>10} {'LAG':>10}",
+    ]
+    for source, topics in sorted(status.get("sources", {}).items()):
+        for topic, row in sorted(topics.items()):
+            lag = row.get("lag")
+            lines.append(f"{source:<20} {topic:<30} {row.get('records', 0):>12} {row.get('records_per_sec', 0):>10} "
+                         f"{'?' if lag is None else lag:>10}")
+    for key in ("records_copied", "records_skipped_loop", "commits", "last_commit_age_s", "error"):
+        if status.get(key) is not None:
+            lines.append(f"{key}: {status[key]}")
+    return "\n".join(lines)

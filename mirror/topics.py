@@ -1,0 +1,133 @@
+"""Target topics in the aggregate cluster: created like their source, and the partition choice.
+
+A source topic's first record creates its target (``<prefix><topic>``) with the source's
+partition count and its per-topic configs (``/config/topics/<topic>`` of the source), and the
+replication factor of ``target.replication.factor`` (-1: the aggregate cluster's default). A
+target that exists already is used as it is.
+
+Partition choice: when source and target have the same partition count a record goes to the
+partition it came from (so per-partition order, and per-key placement, are kept); otherwise the
+producer's partitioner places it by key (murmur2, as Kafka's), keeping per-key order.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from broker.client.admin import AdminClient
+from broker.client.connection import BrokerConnectionError
+from broker.protocol.errors import KafkaError, TopicAlreadyExistsError
+from broker.protocol.messages import ApiKey
+
+log = logging.getLogger(__name__)
+
+#: Source topic configs that describe the source's own layout and are not copied.
+NOT_COPIED = {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+
+
+class TargetAdmin:
+    """An AdminClient on the aggregate cluster that reconnects to any bootstrap broker on error."""
+
+    def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self._admin: AdminClient | None = None
+        self._lock = threading.Lock()
+
+    def call(self, fn, attempts: int = 10):
+        last: Exception | None = None
+        for attempt in range(attempts):
+            with self._lock:
+                try:
+                    if self._admin is None:
+                        self._admin = AdminClient(self.bootstrap, timeout=self.timeout)
+                    return fn(self._admin)
+                except (BrokerConnectionError, OSError) as exc:
+                    last = exc
+                    if self._admin is not None:
+                        try:
+                            self._admin.close()
+                        except Exception:
+                            pass
+                    self._admin = None
+            time.sleep(min(0.2 * (attempt + 1), 2.0))
+        raise last  # type: ignore[misc]
+
+    def cluster_id(self) -> str:
+        def ask(admin: AdminClient) -> str:
+            response = admin._conn.request(ApiKey.METADATA, 8, {"topics": [], "allow_auto_topic_creation": False})
+            return response.get("cluster_id") or ""
+
+        return self.call(ask)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
+
+
+class TargetTopics:
+    """Creates target topics on first use and remembers their partition counts."""
+
+    def __init__(self, admin: TargetAdmin, producer, replication_factor: int = -1) -> None:
+        self.admin = admin
+        self.producer = producer
+        self.replication_factor = replication_factor
+        self._counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.created: list[str] = []
+
+    def partition_count(self, target: str, source_zk, source_topic: str) -> int:
+        """The target topic's partition count, creating the topic like its source when missing."""
+        count = self._counts.get(target)
+        if count is not None:
+            return count
+        with self._lock:
+            count = self._counts.get(target)
+            if count is None:
+                count = self._ensure(target, source_zk, source_topic)
+                self._counts[target] = count
+            return count
+
+    def _ensure(self, target: str, source_zk, source_topic: str) -> int:
+        existing = self.admin.call(lambda a: [t for t in a.describe_topics(None) if t.name == target])
+        if existing and existing[0].partitions:
+            return len(existing[0].partitions)
+        assignment = source_zk.topic_assignment(source_topic) or {}
+        partitions = len(assignment) or 1
+        try:
+            configs = {k: v for k, v in (source_zk.topic_config(source_topic) or {}).items() if k not in NOT_COPIED}
+        except Exception:  # noqa: BLE001 - configs are best effort; the data is not
+            configs = {}
+        try:
+            self.admin.call(lambda a: a.create_topic(target, partitions, self.replication_factor, configs))
+            self.created.append(target)
+            log.info("created %s in the aggregate cluster: %d partitions, configs %s", target, partitions, configs or "{}")
+        except TopicAlreadyExistsError:
+            pass  # another mirror made it first
+        except KafkaError as exc:
+            if "exist" not in str(exc).lower():
+                raise
+        # wait until the producer sees every partition with a leader
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                parts = self.producer.partitions_for(target)
+                if len(parts) >= partitions:
+                    return len(parts)
+            except Exception as exc:  # noqa: BLE001 - metadata not there yet
+                log.debug("waiting for %s's metadata: %s", target, exc)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"target topic {target} has no metadata 60 s after creating it")
+            self.producer.metadata.request_update()
+            time.sleep(0.2)
+
+
+def choose_partition(source_partition: int, source_count: int | None, target_count: int) -> int | None:
+    """The source partition when the counts match, else None (the producer partitions by key)."""
+    if source_count == target_count and source_partition < target_count:
+        return source_partition
+    return None

@@ -1,0 +1,173 @@
+"""`logbus load`: run, plan, rerun, history and reset warehouse loads (conf/loader.yaml).
+
+    logbus load run     [--config conf/loader.yaml] [--bootstrap-server H:P] [--warehouse URL] [--master M]
+    logbus load plan    (what the next run would read; nothing is written)
+    logbus load rerun   --run-id ID
+    logbus load history [--topic T]
+    logbus load reset   --topic T --to earliest|latest|<epoch ms>|<ISO time>
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from broker.tools import CommandError
+
+DEFAULT_CONFIG = "conf/loader.yaml"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", default=DEFAULT_CONFIG, help=f"loader config (default {DEFAULT_CONFIG})")
+        p.add_argument("--bootstrap-server", help="override cluster.bootstrap.servers")
+        p.add_argument("--zookeeper", help="override cluster.zookeeper.connect")
+        p.add_argument("--warehouse", help="override the warehouse URL (file:///..., webhdfs://..., hdfs://...)")
+
+    def spark(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--master", help="override spark.master (local[*], spark://host:7077, yarn, ...)")
+        p.add_argument("--quiet", action="store_true", help="no per-partition progress")
+
+    p = sub.add_parser("run", help="finish any pending run, then plan, load and commit a new one")
+    common(p)
+    spark(p)
+    p = sub.add_parser("plan", help="show what the next run would read (writes nothing)")
+    common(p)
+    p = sub.add_parser("rerun", help="replay a past run's ranges from its saved offsets")
+    common(p)
+    spark(p)
+    p.add_argument("--run-id", required=True)
+    p = sub.add_parser("history", help="the runs recorded in the warehouse, with ranges and counts")
+    common(p)
+    p.add_argument("--topic")
+    p = sub.add_parser("reset", help="move a topic's saved offsets")
+    common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--to", required=True, help="earliest, latest, epoch milliseconds or an ISO-8601 time")
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    o = {"warehouse": args.warehouse, "spark.master": getattr(args, "master", None)}
+    if args.bootstrap_server:
+        o["cluster.bootstrap.servers"] = args.bootstrap_server
+        o["cluster.zookeeper.connect"] = None
+    if args.zookeeper:
+        o["cluster.zookeeper.connect"] = args.zookeeper
+    return o
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.config import ConfigError, load_config
+    from pipelines.loader import Loader
+    from pipelines.task import LoadError
+
+    try:
+        config = load_config(args.config, _overrides(args))
+        if args.bootstrap_server and config.zookeeper_connect:
+            from dataclasses import replace
+
+            config = replace(config, zookeeper_connect=None)
+    except ConfigError as exc:
+        raise CommandError(f"bad loader config: {exc}") from None
+    out = sys.stdout
+    progress = None if getattr(args, "quiet", False) else sys.stderr
+    try:
+        with Loader(config, progress=progress) as loader:
+            return ACTIONS[args.action](loader, args, out)
+    except (LoadError, ConfigError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(f"{config.warehouse}: {exc}") from None
+
+
+def _run(loader, args, out) -> int:
+    from pipelines.progress import format_table
+
+    for result in loader.run():
+        print(f"\nrun {result.run_id}{' (finished a pending run)' if result.resumed else ''}: "
+              f"{result.records:,} records, {result.errors:,} errors, {result.bytes:,} bytes in {result.seconds:.1f} s"
+              f" ({result.records / result.seconds if result.seconds else 0:,.0f} records/s)", file=out)
+        rows = result.partition_rows()
+        if rows:
+            for r in rows:
+                from pipelines.progress import fmt_ts
+
+                r["min"], r["max"] = fmt_ts(r["min_ts"]), fmt_ts(r["max_ts"])
+            print(format_table(rows, [("topic", "topic"), ("partition", "part"), ("start", "start"), ("end", "end"),
+                                      ("tasks", "tasks"), ("records", "records"), ("errors", "errors"),
+                                      ("bytes", "bytes"), ("files", "files"), ("min", "first record (UTC)"),
+                                      ("max", "last record (UTC)"), ("gap", "gap"), ("status", "status")]), file=out)
+    return 0
+
+
+def _plan(loader, args, out) -> int:
+    from pipelines.progress import format_table
+
+    pending, plan = loader.preview()
+    for p in pending:
+        print(f"pending run {p.run_id} (planned, never committed) is finished first:", file=out)
+        print(format_table(p.rows(), [("topic", "topic"), ("partition", "part"), ("start", "start"), ("end", "end")]), file=out)
+    for topic, why in plan.skipped.items():
+        print(f"{topic}: skipped ({why})", file=out)
+    rows = [{**r, "records": r["end"] - r["start"], "tasks": sum(1 for s, e in r["ranges"] if e > s),
+             "gap": f"{r['gap'][0]}..{r['gap'][1]}" if r.get("gap") else None} for r in plan.rows()]
+    print(f"next run: {len(plan.topics)} topic(s), {len(plan.tasks())} task(s), {plan.offsets:,} offsets", file=out)
+    if rows:
+        print(format_table(rows, [("topic", "topic"), ("partition", "part"), ("start", "start"), ("end", "end"),
+                                  ("records", "offsets"), ("tasks", "tasks"), ("leader", "leader"),
+                                  ("reason", "start from"), ("gap", "gap")]), file=out)
+    return 0
+
+
+def _rerun(loader, args, out) -> int:
+    from pipelines.progress import format_table
+
+    result = loader.rerun(args.run_id)
+    print(f"rerun of {result.run_id}: {result.records:,} records, {result.errors:,} errors, "
+          f"{sum(len(r['files']) for r in result.results)} files rewritten in {result.seconds:.1f} s", file=out)
+    print(format_table(result.partition_rows(), [("topic", "topic"), ("partition", "part"), ("start", "start"),
+                                                 ("end", "end"), ("records", "records"), ("files", "files")]), file=out)
+    return 0
+
+
+def _history(loader, args, out) -> int:
+    from pipelines.progress import format_table
+
+    rows = loader.history(args.topic)
+    if not rows:
+        print(f"no runs recorded in {loader.config.warehouse}", file=out)
+        return 0
+    print(format_table(rows, [("run_id", "run"), ("topic", "topic"), ("kind", "kind"), ("status", "status"),
+                              ("partitions", "parts"), ("records", "records"), ("errors", "errors"),
+                              ("bytes", "bytes"), ("gaps", "gaps"), ("reruns", "reruns"),
+                              ("ranges", "ranges (partition:start-end)")]), file=out)
+    return 0
+
+
+def _reset(loader, args, out) -> int:
+    doc = loader.reset(args.topic, args.to)
+    print(f"{args.topic}: saved offsets moved to {doc['to']} ({doc['run_id']}):", file=out)
+    for p in doc["partitions"]:
+        print(f"  partition {p['partition']}: next offset {p['next']} (log {p['earliest']}..{p['latest']})", file=out)
+    return 0
+
+
+ACTIONS = {"run": _run, "plan": _plan, "rerun": _rerun, "history": _history, "reset": _reset}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pipelines.cli ...`` (same as ``logbus load ...``)."""
+    parser = argparse.ArgumentParser(prog="logbus load", description="load topics into the warehouse")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except CommandError as exc:
+        print(f"logbus load: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,457 @@
+"""The loader's configuration: ``conf/loader.yaml``, checked key by key.
+
+A bad file is one ``ConfigError`` naming the key (``topics[1].format: 'xml' is not one of
+raw, utf8, json``), raised before anything touches the cluster or the warehouse.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+FORMATS = ("raw", "utf8", "json")
+FIELD_TYPES = ("string", "int", "long", "float", "double", "boolean", "timestamp", "binary", "json")
+RESET_POLICIES = ("earliest", "latest")
+OUT_OF_RANGE_POLICIES = ("fail", "earliest")
+RECORD_TIMESTAMP = "timestamp"  # the time field meaning "the record's own timestamp"
+
+
+class ConfigError(ValueError):
+    """A bad loader configuration; the message names the key."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key = key
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: str
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """How one topic (or every topic a pattern matches) is decoded and partitioned."""
+
+    name: str | None = None          # an exact topic name ...
+    pattern: str | None = None       # ... or a regular expression matched against whole names
+    format: str = "raw"
+    schema: tuple[FieldSpec, ...] = ()
+    time_field: str = RECORD_TIMESTAMP
+    # extra Great Expectations checks (pipelines.validation): ({"type": "expect_...", "kwargs": {...}}, ...)
+    expectations: tuple = field(default=(), compare=False)
+
+    def matches(self, topic: str) -> bool:
+        if self.name is not None:
+            return topic == self.name
+        return re.fullmatch(self.pattern or "", topic) is not None
+
+    def to_dict(self) -> dict:
+        return {
+            "format": self.format,
+            "time_field": self.time_field,
+            "schema": [{"name": f.name, "type": f.type, "required": f.required} for f in self.schema],
+        }
+
+    @classmethod
+    def from_dict(cls, topic: str, d: Mapping) -> "TopicSpec":
+        return cls(name=topic, format=d["format"], time_field=d.get("time_field", RECORD_TIMESTAMP),
+                   schema=tuple(FieldSpec(f["name"], f["type"], bool(f.get("required"))) for f in d.get("schema", ())))
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A topic group: one Airflow DAG (``logbus_load_<name>``) loading these topics together."""
+
+    name: str
+    topics: tuple[str, ...]               # topic names or patterns, as configured under ``topics:``
+    schedule: str | None = None           # None: the top-level ``schedule``
+
+
+@dataclass(frozen=True)
+class ResetPolicy:
+    """Where a topic with no saved offsets starts: earliest, latest, or the first record at/after a time."""
+
+    kind: str                 # earliest | latest | timestamp
+    timestamp_ms: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "timestamp":
+            return _dt.datetime.fromtimestamp(self.timestamp_ms / 1000, _dt.timezone.utc).isoformat()
+        return self.kind
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    bootstrap_servers: str | None
+    zookeeper_connect: str | None
+    warehouse: str
+    topics: tuple[TopicSpec, ...]
+    reset: ResetPolicy = ResetPolicy("earliest")
+    out_of_range: str = "fail"
+    max_range_records: int = 5_000_000
+    fetch_max_bytes: int = 1 << 20
+    request_timeout_ms: int = 30_000
+    max_error_ratio: float = 0.0
+    parquet_compression: str = "snappy"
+    row_group_size: int = 128 * 1024
+    spark_master: str = "local[*]"
+    spark_app_name: str = "logbus-loader"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    webhdfs_user: str | None = None
+    schedule: str = "@hourly"
+    source: str = "<dict>"
+    groups: tuple[GroupSpec, ...] = ()    # none configured: one group "all" with every topic
+    airflow: Mapping[str, Any] = field(default_factory=dict)  # catchup, start_date, load, spark_submit
+
+    def spec_for(self, topic: str) -> TopicSpec | None:
+        for spec in self.topics:
+            if spec.matches(topic):
+                return replace(spec, name=topic, pattern=None)
+        return None
+
+    def with_overrides(self, **kw: Any) -> "LoaderConfig":
+        return replace(self, **{k: v for k, v in kw.items() if v is not None})
+
+    def topic_groups(self) -> tuple[GroupSpec, ...]:
+        if self.groups:
+            return self.groups
+        return (GroupSpec("all", tuple(t.name or t.pattern or "" for t in self.topics)),)
+
+    def for_group(self, group: str, only: list[str] | None = None) -> "LoaderConfig":
+        """This config restricted to one group's topics (and, with ``only``, to those topic names)."""
+        found = [g for g in self.topic_groups() if g.name == group]
+        if not found:
+            raise ConfigError("groups", f"no topic group {group!r} (groups: {', '.join(g.name for g in self.topic_groups())})")
+        specs = [_group_spec(self, entry, f"groups.{group}.topics[{i}]") for i, entry in enumerate(found[0].topics)]
+        if only:
+            chosen = []
+            for name in only:
+                spec = next((s for s in specs if s.matches(name)), None)
+                if spec is None:
+                    raise ConfigError("topics", f"{name!r} is not a topic of group {group!r}")
+                chosen.append(replace(spec, name=name, pattern=None))
+            specs = chosen
+        return replace(self, topics=tuple(specs), groups=(replace(found[0], topics=tuple(s.name or s.pattern or "" for s in specs)),))
+
+
+def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
+    for spec in cfg.topics:
+        if entry in (spec.name, spec.pattern):
+            return spec
+    spec = cfg.spec_for(entry)
+    if spec is None:
+        raise ConfigError(key, f"{entry!r} is not a topic configured under topics:")
+    return spec
+
+
+# --- parsing -----------------------------------------------------------------------------------
+
+_TOP_KEYS = {"cluster", "warehouse", "topics", "reset", "out_of_range", "max_range_records", "max_error_ratio",
+             "fetch", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow"}
+
+
+def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoaderConfig:
+    """Read and check ``path`` (YAML); ``overrides`` are dotted keys (``cluster.bootstrap.servers``)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read the loader config: {exc.strerror or exc}") from None
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), f"not valid YAML: {exc}") from None
+    return parse_config(raw, overrides=overrides, source=str(path))
+
+
+def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: str = "<dict>") -> LoaderConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("<top>", "the loader config must be a mapping")
+    raw = _deep_copy(raw)
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        _set_dotted(raw, dotted, value)
+    unknown = sorted(set(raw) - _TOP_KEYS)
+    if unknown:
+        raise ConfigError(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+
+    cluster = _mapping(raw, "cluster", required=True)
+    bootstrap = cluster.get("bootstrap.servers")
+    zk = cluster.get("zookeeper.connect")
+    for k in cluster:
+        if k not in ("bootstrap.servers", "zookeeper.connect", "request.timeout.ms"):
+            raise ConfigError(f"cluster.{k}", "unknown key (known: bootstrap.servers, zookeeper.connect, request.timeout.ms)")
+    if not bootstrap and not zk:
+        raise ConfigError("cluster.bootstrap.servers", "set cluster.bootstrap.servers or cluster.zookeeper.connect")
+    if bootstrap is not None:
+        if isinstance(bootstrap, list):
+            bootstrap = ",".join(map(str, bootstrap))
+        bootstrap = str(bootstrap)
+        for address in bootstrap.split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError("cluster.bootstrap.servers", f"{address.strip()!r} is not host:port")
+    request_timeout = _int(cluster, "request.timeout.ms", 30_000, minimum=1, prefix="cluster.")
+
+    warehouse = raw.get("warehouse")
+    if not isinstance(warehouse, str) or not warehouse:
+        raise ConfigError("warehouse", "required: a URL (file:///..., hdfs://..., webhdfs://...)")
+    scheme = warehouse.split("://", 1)[0] if "://" in warehouse else ""
+    if scheme not in ("file", "hdfs", "webhdfs"):
+        raise ConfigError("warehouse", f"{warehouse!r}: the scheme must be file://, hdfs:// or webhdfs://")
+
+    topics_raw = raw.get("topics")
+    if not isinstance(topics_raw, list) or not topics_raw:
+        raise ConfigError("topics", "required: a list of topics (each with name: or pattern:)")
+    topics = tuple(_topic(t, f"topics[{i}]") for i, t in enumerate(topics_raw))
+
+    reset = _reset(raw.get("reset", "earliest"), "reset")
+    oor = raw.get("out_of_range", "fail")
+    if oor not in OUT_OF_RANGE_POLICIES:
+        raise ConfigError("out_of_range", f"{oor!r} is not one of {', '.join(OUT_OF_RANGE_POLICIES)}")
+    max_range = _int(raw, "max_range_records", 5_000_000, minimum=1)
+    ratio = raw.get("max_error_ratio", 0.0)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+        raise ConfigError("max_error_ratio", f"{ratio!r} is not a number between 0 and 1")
+
+    fetch = _mapping(raw, "fetch")
+    fetch_max = _int(fetch, "max.bytes", 1 << 20, minimum=1024, prefix="fetch.")
+    _no_unknown(fetch, {"max.bytes"}, "fetch.")
+    parquet = _mapping(raw, "parquet")
+    compression = parquet.get("compression", "snappy")
+    if compression not in ("none", "snappy", "gzip", "zstd", "lz4", "brotli"):
+        raise ConfigError("parquet.compression", f"{compression!r} is not one of none, snappy, gzip, zstd, lz4, brotli")
+    row_group = _int(parquet, "row_group_size", 128 * 1024, minimum=1, prefix="parquet.")
+    _no_unknown(parquet, {"compression", "row_group_size"}, "parquet.")
+
+    spark = _mapping(raw, "spark")
+    master = spark.get("master", "local[*]")
+    if not isinstance(master, str) or not master:
+        raise ConfigError("spark.master", f"{master!r} is not a Spark master URL")
+    app_name = str(spark.get("app_name", "logbus-loader"))
+    conf = spark.get("conf", {}) or {}
+    if not isinstance(conf, Mapping):
+        raise ConfigError("spark.conf", "must be a mapping of Spark settings")
+    _no_unknown(spark, {"master", "app_name", "conf"}, "spark.")
+
+    webhdfs = _mapping(raw, "webhdfs")
+    _no_unknown(webhdfs, {"user"}, "webhdfs.")
+    schedule = str(raw.get("schedule", "@hourly"))
+    airflow = dict(_mapping(raw, "airflow"))
+    _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args"}, "airflow.")
+    if airflow.get("load", "inline") not in ("inline", "spark-submit"):
+        raise ConfigError("airflow.load", f"{airflow.get('load')!r} is not one of inline, spark-submit")
+    if not isinstance(airflow.get("catchup", False), bool):
+        raise ConfigError("airflow.catchup", f"{airflow.get('catchup')!r} is not true or false")
+
+    cfg = LoaderConfig(
+        bootstrap_servers=bootstrap, zookeeper_connect=str(zk) if zk else None, warehouse=warehouse.rstrip("/"),
+        topics=topics, reset=reset, out_of_range=oor, max_range_records=max_range, fetch_max_bytes=fetch_max,
+        request_timeout_ms=request_timeout, max_error_ratio=float(ratio),
+        parquet_compression=compression, row_group_size=row_group, spark_master=master, spark_app_name=app_name,
+        spark_conf={str(k): str(v) for k, v in conf.items()}, webhdfs_user=webhdfs.get("user"),
+        schedule=schedule, source=source, airflow=airflow,
+    )
+    groups = _groups(raw.get("groups"))
+    if groups:
+        cfg = replace(cfg, groups=groups)
+        for g in groups:
+            for i, entry in enumerate(g.topics):
+                _group_spec(cfg, entry, f"groups.{g.name}.topics[{i}]")
+    return cfg
+
+
+def _groups(raw: Any) -> tuple[GroupSpec, ...]:
+    """``groups: {name: [topic, ...]}`` or ``{name: {topics: [...], schedule: '@daily'}}``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or not raw:
+        raise ConfigError("groups", "must be a mapping of group name to a list of topics")
+    out = []
+    for name, value in raw.items():
+        key = f"groups.{name}"
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", str(name)):
+            raise ConfigError(key, f"{name!r} is not a valid group name (letters, digits, _ . -)")
+        schedule = None
+        if isinstance(value, Mapping):
+            _no_unknown(value, {"topics", "schedule"}, f"{key}.")
+            schedule = value.get("schedule")
+            value = value.get("topics")
+        if not isinstance(value, list) or not value or not all(isinstance(t, str) for t in value):
+            raise ConfigError(f"{key}.topics", "must be a non-empty list of topic names or patterns")
+        out.append(GroupSpec(str(name), tuple(value), str(schedule) if schedule is not None else None))
+    return tuple(out)
+
+
+def parse_reset(value: Any, key: str = "reset") -> ResetPolicy:
+    """``earliest``, ``latest``, epoch milliseconds, or an ISO-8601 time (UTC when no zone)."""
+    return _reset(value, key)
+
+
+def _reset(value: Any, key: str) -> ResetPolicy:
+    if isinstance(value, str) and value in RESET_POLICIES:
+        return ResetPolicy(value)
+    if isinstance(value, bool):
+        raise ConfigError(key, f"{value!r} is not earliest, latest or a timestamp")
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return ResetPolicy("timestamp", int(value))
+    if isinstance(value, _dt.datetime):
+        when = value
+    elif isinstance(value, str):
+        try:
+            when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(key, f"{value!r} is not earliest, latest, epoch milliseconds or an ISO-8601 time") from None
+    else:
+        raise ConfigError(key, f"{value!r} is not earliest, latest or a timestamp")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return ResetPolicy("timestamp", int(when.timestamp() * 1000))
+
+
+def _topic(raw: Any, key: str) -> TopicSpec:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(key, "must be a topic name or a mapping with name: or pattern:")
+    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations"}, f"{key}.")
+    name, pattern = raw.get("name"), raw.get("pattern")
+    if (name is None) == (pattern is None):
+        raise ConfigError(key, "set exactly one of name: or pattern:")
+    if name is not None and (not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", name)):
+        raise ConfigError(f"{key}.name", f"{name!r} is not a valid topic name")
+    if pattern is not None:
+        try:
+            re.compile(str(pattern))
+        except re.error as exc:
+            raise ConfigError(f"{key}.pattern", f"{pattern!r} is not a valid regular expression: {exc}") from None
+    fmt = raw.get("format", "raw")
+    fmt = {"utf-8": "utf8", "bytes": "raw"}.get(fmt, fmt)
+    if fmt not in FORMATS:
+        raise ConfigError(f"{key}.format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
+    schema: list[FieldSpec] = []
+    schema_raw = raw.get("schema")
+    if fmt == "json":
+        if not isinstance(schema_raw, (list, Mapping)) or not schema_raw:
+            raise ConfigError(f"{key}.schema", "format json needs a schema: a list of {name, type, required} or a mapping name: type")
+        items = schema_raw.items() if isinstance(schema_raw, Mapping) else enumerate(schema_raw)
+        seen = set()
+        reserved = {"topic", "partition", "offset", "timestamp", "key", "headers", "dt", "hour"}
+        for i, item in items:
+            fkey = f"{key}.schema.{i}" if isinstance(schema_raw, Mapping) else f"{key}.schema[{i}]"
+            if isinstance(schema_raw, Mapping):
+                fname = str(i)
+                if isinstance(item, str):
+                    ftype, required = item, False
+                elif isinstance(item, Mapping):
+                    ftype, required = item.get("type"), bool(item.get("required", False))
+                else:
+                    raise ConfigError(fkey, "must be a type name or {type:, required:}")
+            else:
+                if not isinstance(item, Mapping) or "name" not in item:
+                    raise ConfigError(fkey, "must be a mapping with name: and type:")
+                fname, ftype, required = str(item["name"]), item.get("type"), bool(item.get("required", False))
+            if ftype not in FIELD_TYPES:
+                raise ConfigError(f"{fkey}.type" if not isinstance(schema_raw, Mapping) else fkey,
+                                  f"{ftype!r} is not one of {', '.join(FIELD_TYPES)}")
+            if fname in reserved:
+                raise ConfigError(fkey, f"field name {fname!r} clashes with a loader column ({', '.join(sorted(reserved))})")
+            if fname in seen:
+                raise ConfigError(fkey, f"field {fname!r} is declared twice")
+            seen.add(fname)
+            schema.append(FieldSpec(fname, ftype, required))
+    elif schema_raw is not None:
+        raise ConfigError(f"{key}.schema", f"a schema applies to format json only (this topic is {fmt})")
+    time_field = raw.get("time_field", RECORD_TIMESTAMP)
+    if time_field != RECORD_TIMESTAMP:
+        if fmt != "json":
+            raise ConfigError(f"{key}.time_field", f"only a json topic can partition by a value field (this topic is {fmt})")
+        types = {f.name: f.type for f in schema}
+        if time_field not in types:
+            raise ConfigError(f"{key}.time_field", f"{time_field!r} is not a field of the schema")
+        if types[time_field] not in ("timestamp", "long", "int"):
+            raise ConfigError(f"{key}.time_field", f"{time_field!r} has type {types[time_field]}; use timestamp or long (epoch ms)")
+    return TopicSpec(name=name, pattern=str(pattern) if pattern is not None else None, format=fmt,
+                     schema=tuple(schema), time_field=time_field,
+                     expectations=_expectations(raw.get("expectations"), f"{key}.expectations"))
+
+
+def _expectations(raw: Any, key: str) -> tuple:
+    """Extra Great Expectations checks: a list of ``{expect_x: {kwargs}}`` or ``{type: expect_x, kwargs: {}}``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError(key, "must be a list of {expect_...: {arguments}}")
+    out = []
+    for i, item in enumerate(raw):
+        k = f"{key}[{i}]"
+        if isinstance(item, Mapping) and "type" in item:
+            etype, kwargs = item["type"], item.get("kwargs", {})
+        elif isinstance(item, Mapping) and len(item) == 1:
+            [(etype, kwargs)] = item.items()
+        else:
+            raise ConfigError(k, "must be {expect_...: {arguments}} or {type: expect_..., kwargs: {...}}")
+        if not isinstance(etype, str) or not re.fullmatch(r"expect_[a-z0-9_]+", etype):
+            raise ConfigError(k, f"{etype!r} is not a Great Expectations expectation name (expect_...)")
+        if not isinstance(kwargs or {}, Mapping):
+            raise ConfigError(k, "the arguments must be a mapping")
+        out.append({"type": etype, "kwargs": _deep_copy(dict(kwargs or {}))})
+    return tuple(out)
+
+
+def _mapping(raw: Mapping, key: str, required: bool = False) -> Mapping:
+    value = raw.get(key)
+    if value is None:
+        if required:
+            raise ConfigError(key, "required")
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, "must be a mapping")
+    return value
+
+
+def _int(raw: Mapping, key: str, default: int, minimum: int | None = None, prefix: str = "") -> int:
+    value = raw.get(key, default)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(prefix + key, f"{value!r} is not an integer")
+    if minimum is not None and value < minimum:
+        raise ConfigError(prefix + key, f"{value} is below the minimum {minimum}")
+    return value
+
+
+def _no_unknown(raw: Mapping, known: set[str], prefix: str) -> None:
+    for k in raw:
+        if k not in known:
+            raise ConfigError(f"{prefix}{k}", f"unknown key (known: {', '.join(sorted(known))})")
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
+    """``cluster.bootstrap.servers`` -> raw['cluster']['bootstrap.servers'] (Kafka keys keep their dots)."""
+    head, _, rest = dotted.partition(".")
+    if not rest or head not in ("cluster", "spark", "fetch", "parquet", "webhdfs"):
+        raw[dotted] = value
+        return
+    section = raw.setdefault(head, {})
+    if head == "spark" and rest.startswith("conf."):
+        section.setdefault("conf", {})[rest[5:]] = value
+    else:
+        section[rest] = value

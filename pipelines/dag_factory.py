@@ -1,0 +1,98 @@
+"""Airflow DAGs from ``conf/loader.yaml``: one per topic group (``groups:``), ``logbus_load_<group>``.
+
+    plan -> load -> validate -> commit -> report
+
+Scheduled from the config (``schedule``, per group or top level; ``@hourly`` by default),
+``max_active_runs=1`` so offsets advance in order, catch-up off unless ``airflow.catchup``.
+Params: ``rerun_run_id`` (replay a saved run from its offsets), ``reset`` (earliest, latest,
+epoch ms or an ISO time, applied before planning), ``topics`` (a subset of the group's topics).
+Building the DAGs reads the YAML only; the tasks import Spark and Great Expectations when
+they run (pipelines.airflow_tasks).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from pipelines import airflow_tasks as steps
+from pipelines.config import LoaderConfig, load_config
+
+log = logging.getLogger("logbus.airflow")
+DAG_PREFIX = "logbus_load_"
+
+
+def _start_date(cfg: LoaderConfig) -> dt.datetime:
+    value = cfg.airflow.get("start_date", "2026-01-01")
+    when = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+
+
+def build_dag(path: str, cfg: LoaderConfig, group: str):
+    from airflow.sdk import DAG, Param, get_current_context, task
+    from airflow.sdk.exceptions import AirflowFailException
+
+    spec = next(g for g in cfg.topic_groups() if g.name == group)
+    params = {
+        "rerun_run_id": Param(None, type=["null", "string"],
+                              description="replay this saved run from its offsets (same rows, same files); nothing is committed"),
+        "reset": Param(None, type=["null", "string"],
+                       description="before planning, move the topics to earliest, latest, epoch ms or an ISO-8601 time"),
+        "topics": Param(None, type=["null", "array", "string"],
+                        description=f"a subset of {', '.join(spec.topics)} (default: all of them)"),
+    }
+    dag = DAG(
+        dag_id=f"{DAG_PREFIX}{group}",
+        description=f"load {', '.join(spec.topics)} into {cfg.warehouse}: plan -> load -> validate -> commit",
+        schedule=spec.schedule or cfg.schedule,
+        start_date=_start_date(cfg),
+        catchup=bool(cfg.airflow.get("catchup", False)),
+        max_active_runs=1,
+        params=params,
+        tags=["logbus", "warehouse"],
+        default_args={"retries": 0},
+        doc_md=__doc__,
+    )
+
+    def params_now() -> dict:
+        return dict(get_current_context()["params"])
+
+    with dag:
+        @task(task_id="plan")
+        def plan() -> dict:
+            return steps.plan_step(path, group, params_now())
+
+        @task(task_id="load")
+        def load(info: dict) -> dict:
+            return steps.load_step(path, group, info)
+
+        @task(task_id="validate")
+        def validate(info: dict, loaded: dict) -> dict:
+            from pipelines.validation import ValidationFailed
+
+            try:
+                return steps.validate_step(path, group, info)
+            except ValidationFailed as exc:  # no retry: the offsets stay where they were
+                raise AirflowFailException(str(exc)) from None
+
+        @task(task_id="commit")
+        def commit(info: dict, validation: dict) -> dict:
+            return steps.commit_step(path, group, info)
+
+        @task(task_id="report")
+        def report(info: dict, committed: dict) -> dict:
+            return steps.report_step(path, group, info)
+
+        info = plan()
+        loaded = load(info)
+        validation = validate(info, loaded)
+        committed = commit(info, validation)
+        report(info, committed)
+    return dag
+
+
+def build_dags(path: str | None = None) -> dict:
+    """{dag_id: DAG} for every topic group of the loader config (``$LOGBUS_LOADER_CONFIG``)."""
+    path = path or steps.config_path()
+    cfg = load_config(path)
+    return {f"{DAG_PREFIX}{g.name}": build_dag(path, cfg, g.name) for g in cfg.topic_groups()}

@@ -1,0 +1,92 @@
+"""The Spark side: one task per planned range, each running ``pipelines.task.run_range``.
+
+The ranges become an RDD with one element per partition, so Spark schedules (and on
+failure, retries) each range as its own task; a task returns its stats as JSON, which the
+driver collects for the manifest. Output files are committed by the task itself (staged,
+then renamed under the range's deterministic name), so a retried attempt replaces, never
+adds to, what a failed one left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+from pipelines.config import LoaderConfig
+from pipelines.task import LoadError, RangeTask, TaskContext
+
+
+def make_spark(config: LoaderConfig, master: str | None = None):
+    """A SparkSession for the loader (``SPARK_LOCAL_IP`` defaults to 127.0.0.1 for local masters)."""
+    master = master or config.spark_master
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # executors import pipelines/ and broker/ from the same tree as the driver
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.environ.get("PYTHONPATH", "")
+    if root not in path.split(os.pathsep):
+        os.environ["PYTHONPATH"] = root + (os.pathsep + path if path else "")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(config.spark_app_name)
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.sql.session.timeZone": "UTC", "spark.python.worker.reuse": "true"}
+    settings.update(config.spark_conf)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(config.spark_conf.get("logbus.log.level", "ERROR"))
+    return spark
+
+
+def _run_partition(ctx: TaskContext):
+    def run(_index, items):
+        from pyspark import TaskContext as SparkTaskContext
+
+        from pipelines.task import run_range
+
+        tc = SparkTaskContext.get()
+        attempt = tc.attemptNumber() if tc is not None else 0
+        for task in items:
+            stats = run_range(task, ctx, attempt)
+            stats["attempt"] = attempt
+            yield json.dumps(stats, sort_keys=True)
+
+    return run
+
+
+def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[dict]:
+    """Run every range as one Spark task; returns the tasks' stats in task order."""
+    if not tasks:
+        return []
+    sc = spark.sparkContext
+    sc.setJobDescription(description)
+    rdd = sc.parallelize(tasks, len(tasks))
+    try:
+        raw = rdd.mapPartitionsWithIndex(_run_partition(ctx)).collect()
+    except Exception as exc:  # Py4JJavaError carrying the Python traceback of the last attempt
+        raise LoadError(spark_failure_reason(exc)) from None
+    stats = [json.loads(r) for r in raw]
+    stats.sort(key=lambda s: s["index"])
+    return stats
+
+
+_PY_ERROR = re.compile(r"^(?:[a-z_][\w]*\.)*(\w*(?:Error|Exception)): (.+)$", re.M)
+
+
+def spark_failure_reason(exc: BaseException) -> str:
+    """The last Python exception line of a failed Spark job, e.g. ``OutOfRangeError: t-0: ...``."""
+    text = str(exc)
+    found = [m for m in _PY_ERROR.finditer(text)
+             if not m.group(0).startswith(("org.", "java.", "scala.", "py4j.")) and "Py4J" not in m.group(1)]
+    interesting = [m for m in found if m.group(1) not in ("PythonException", "SparkException")]
+    if interesting:
+        m = interesting[-1]
+        name, message = m.group(1), m.group(2).strip()
+        return message if name in ("LoadError", "OutOfRangeError", "TopicDeletedError") else f"{name}: {message}"
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return f"the Spark job failed: {first[:500]}"

@@ -1,0 +1,201 @@
+"""Planning: for each topic-partition, start = the saved offset (or the reset policy), end =
+the high watermark now. The plan pins the ranges, so a rerun reads exactly the same records."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from broker.client.admin import AdminClient
+from broker.client.connection import BrokerConnectionError
+from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, SimpleConsumer
+from broker.protocol.errors import KafkaError
+
+from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
+from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
+from pipelines.task import LoadError, OutOfRangeError, RangeTask
+
+
+class Cluster:
+    """What the planner needs from the brokers: topics, partitions, leaders, offsets."""
+
+    def __init__(self, config: LoaderConfig) -> None:
+        self.config = config
+        self.timeout = config.request_timeout_ms / 1000
+        self.brokers = self._find_brokers()
+        self._consumers: dict[tuple[str, int], SimpleConsumer] = {}
+
+    def _find_brokers(self) -> tuple[str, ...]:
+        if self.config.bootstrap_servers:
+            return tuple(a.strip() for a in self.config.bootstrap_servers.split(",") if a.strip())
+        from broker.client.metadata import ClusterMetadata
+
+        md = ClusterMetadata(zookeeper_connect=self.config.zookeeper_connect, client_id="logbus-loader")
+        try:
+            deadline = time.monotonic() + self.timeout
+            while time.monotonic() < deadline:
+                md.maybe_update(timeout=self.timeout)
+                brokers = md.brokers()
+                if brokers:
+                    return tuple(f"{h}:{p}" for _, (h, p) in sorted(brokers.items()))
+                time.sleep(0.2)
+        finally:
+            md.close()
+        raise LoadError(f"no live brokers registered in ZooKeeper at {self.config.zookeeper_connect}")
+
+    def admin(self) -> AdminClient:
+        try:
+            return AdminClient(",".join(self.brokers), timeout=self.timeout)
+        except BrokerConnectionError as exc:
+            raise LoadError(f"cannot reach the cluster ({', '.join(self.brokers)}): {exc}") from None
+
+    def describe(self) -> dict[str, dict[int, int]]:
+        """{topic: {partition: leader id}} for every topic."""
+        with self.admin() as admin:
+            return {t.name: {p.partition: p.leader for p in t.partitions} for t in admin.describe_topics(None)}
+
+    def broker_addresses(self) -> dict[int, tuple[str, int]]:
+        with SimpleConsumer.from_address(self.brokers[0], timeout=self.timeout) as c:
+            md = c.topic_metadata([])
+        return {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
+
+    def consumer(self, topic: str, partition: int) -> SimpleConsumer:
+        last: Exception | None = None
+        for address in self.brokers:
+            try:
+                with SimpleConsumer.from_address(address, timeout=self.timeout) as probe:
+                    _, host, port = probe.find_leader(topic, partition)
+                break
+            except (BrokerConnectionError, OSError) as exc:
+                last = exc
+        else:
+            raise LoadError(f"cannot reach any broker of {', '.join(self.brokers)}: {last}")
+        key = (host, port)
+        if key not in self._consumers:
+            self._consumers[key] = SimpleConsumer(host, port, timeout=self.timeout, client_id="logbus-loader")
+        return self._consumers[key]
+
+    def bounds(self, topic: str, partition: int) -> tuple[int, int]:
+        c = self.consumer(topic, partition)
+        return (c.get_offsets_before(topic, partition, EARLIEST_TIME)[0],
+                c.get_offsets_before(topic, partition, LATEST_TIME)[0])
+
+    def offset_for_time(self, topic: str, partition: int, ts_ms: int) -> int | None:
+        found = self.consumer(topic, partition).get_offsets_before(topic, partition, ts_ms)
+        return found[0] if found else None
+
+    def resolve(self, topic: str, partition: int, policy: ResetPolicy, earliest: int, latest: int) -> int:
+        if policy.kind == "earliest":
+            return earliest
+        if policy.kind == "latest":
+            return latest
+        found = self.offset_for_time(topic, partition, policy.timestamp_ms or 0)
+        return latest if found is None else found
+
+    def close(self) -> None:
+        for c in self._consumers.values():
+            c.close()
+        self._consumers.clear()
+
+
+@dataclass
+class Plan:
+    run_id: str
+    planned_ms: int
+    topics: dict[str, dict] = field(default_factory=dict)   # topic -> plan document (as written)
+    skipped: dict[str, str] = field(default_factory=dict)   # topic -> why it is not in this run
+    resumed: bool = False
+
+    def tasks(self) -> list[RangeTask]:
+        out = []
+        for topic in sorted(self.topics):
+            doc = self.topics[topic]
+            for p in doc["partitions"]:
+                for s, e in p["ranges"]:
+                    if e > s:
+                        out.append(RangeTask(len(out), self.run_id, topic, p["partition"], s, e, doc["spec"]))
+        return out
+
+    def rows(self) -> list[dict]:
+        rows = []
+        for topic in sorted(self.topics):
+            for p in self.topics[topic]["partitions"]:
+                rows.append({"topic": topic, **p})
+        return rows
+
+    @property
+    def offsets(self) -> int:
+        return sum(p["end"] - p["start"] for d in self.topics.values() for p in d["partitions"])
+
+
+def select_topics(config: LoaderConfig, cluster_topics: set[str], store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
+    """Topics of this run ({name: spec}) and the ones skipped ({name: reason})."""
+    chosen: dict[str, TopicSpec] = {}
+    skipped: dict[str, str] = {}
+    known = set(store.topics())
+    for spec in config.topics:
+        if spec.name is not None:
+            if spec.name in cluster_topics:
+                chosen.setdefault(spec.name, config.spec_for(spec.name))
+            elif spec.name in known and store.has_history(spec.name):
+                skipped[spec.name] = "deleted from the cluster (its loaded data and offsets are kept)"
+            else:
+                skipped[spec.name] = "not in the cluster"
+        else:
+            for name in sorted(cluster_topics):
+                if spec.matches(name) and not name.startswith("__"):
+                    chosen.setdefault(name, config.spec_for(name))
+            for name in sorted(known - cluster_topics):
+                if spec.matches(name) and store.has_history(name):
+                    skipped.setdefault(name, "deleted from the cluster (its loaded data and offsets are kept)")
+    return chosen, skipped
+
+
+def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id: str | None = None) -> Plan:
+    """Compute the next run's ranges (nothing is written)."""
+    layout = cluster.describe()
+    chosen, skipped = select_topics(config, set(layout), store)
+    existing = [r for t in chosen for r in store.all_run_ids(t)]
+    plan = Plan(run_id or new_run_id(existing), now_ms(), skipped=skipped)
+    for topic, spec in sorted(chosen.items()):
+        committed = store.committed_offsets(topic)
+        history = store.has_history(topic)
+        partitions = []
+        for partition in sorted(layout[topic]):
+            if layout[topic][partition] < 0:
+                raise LoadError(f"{topic}-{partition} has no leader right now; try again when it has one")
+            try:
+                earliest, latest = cluster.bounds(topic, partition)
+            except KafkaError as exc:
+                raise LoadError(f"{topic}-{partition}: cannot read its offsets: {exc}") from None
+            if partition in committed:
+                start, reason = committed[partition], "saved offset"
+            elif history:
+                start, reason = earliest, "new partition: earliest"
+            else:
+                start = cluster.resolve(topic, partition, config.reset, earliest, latest)
+                reason = f"no saved offset: reset {config.reset}"
+            gap = None
+            if start < earliest or start > latest:
+                if start < earliest and config.out_of_range == "earliest":
+                    gap = [start, earliest]
+                    reason += f"; out of range, moved to earliest (gap {start}..{earliest})"
+                    start = earliest
+                else:
+                    raise OutOfRangeError(topic, partition, start, earliest, latest)
+            partitions.append({
+                "partition": partition, "start": start, "end": latest, "earliest": earliest, "latest": latest,
+                "leader": layout[topic][partition], "reason": reason, "gap": gap,
+                "ranges": [list(r) for r in split_range(start, latest, config.max_range_records)],
+            })
+        plan.topics[topic] = {
+            "version": 1, "run_id": plan.run_id, "topic": topic, "planned_ms": plan.planned_ms,
+            "spec": spec.to_dict(), "max_range_records": config.max_range_records, "partitions": partitions,
+            "out_of_range": config.out_of_range,
+        }
+    return plan
+
+
+def plan_from_docs(run_id: str, docs: dict[str, dict], resumed: bool = False) -> Plan:
+    planned = min((d.get("planned_ms") or 0 for d in docs.values()), default=0)
+    return Plan(run_id, planned, topics=dict(docs), resumed=resumed)

@@ -1,0 +1,294 @@
+"""One load task: fetch a planned range from the partition's leader, decode it, write it.
+
+Runs inside a Spark executor (or anywhere: no Spark import), so it carries everything it
+needs in two picklable values: the ``RangeTask`` (which range) and the ``TaskContext``
+(where the cluster and the warehouse are, and the policies).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+
+from broker.client.connection import BrokerConnectionError
+from broker.client.simple_consumer import (
+    EARLIEST_TIME,
+    LATEST_TIME,
+    LeaderNotAvailableError,
+    SimpleConsumer,
+)
+from broker.protocol.errors import (
+    KafkaError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
+
+from pipelines.config import TopicSpec
+
+
+class LoadError(Exception):
+    """A load failure to report as one clear line (names topic, partition and offsets)."""
+
+
+class OutOfRangeError(LoadError):
+    def __init__(self, topic: str, partition: int, offset: int, earliest: int, latest: int, end: int | None = None) -> None:
+        self.topic, self.partition, self.offset, self.earliest, self.latest = topic, partition, offset, earliest, latest
+        wanted = f"offset {offset}" if end is None else f"offsets {offset}..{end}"
+        super().__init__(
+            f"{topic}-{partition}: {wanted} out of range: the partition holds {earliest}..{latest} "
+            f"(retention removed {earliest - offset} records not yet loaded); "
+            f"set out_of_range: earliest to skip the gap, or `logbus load reset --topic {topic} --to earliest`"
+            if offset < earliest else
+            f"{topic}-{partition}: {wanted} out of range: the partition holds {earliest}..{latest} "
+            f"(the saved offset is past the end: was the topic recreated?); "
+            f"`logbus load reset --topic {topic} --to earliest` starts it again")
+
+
+class TopicDeletedError(LoadError):
+    pass
+
+
+@dataclass(frozen=True)
+class RangeTask:
+    index: int
+    run_id: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    spec: dict  # TopicSpec.to_dict()
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    brokers: tuple[str, ...]          # host:port of known brokers (leaders are looked up from them)
+    warehouse: str
+    webhdfs_user: str | None = None
+    fetch_max_bytes: int = 1 << 20
+    request_timeout_ms: int = 30_000
+    out_of_range: str = "fail"
+    compression: str = "snappy"
+    row_group_size: int = 128 * 1024
+    leader_wait_ms: int = 15_000
+    progress_addr: tuple[str, int] | None = None
+    inject: dict = field(default_factory=dict)
+
+
+class _Progress:
+    def __init__(self, addr: tuple[str, int] | None, index: int) -> None:
+        self.addr, self.index = addr, index
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM) if addr else None
+        self.last = 0.0
+
+    def send(self, offset: int, rows: int, done: bool = False) -> None:
+        if self.sock is None:
+            return
+        now = time.monotonic()
+        if not done and now - self.last < 0.5:
+            return
+        self.last = now
+        try:
+            self.sock.sendto(json.dumps({"i": self.index, "o": offset, "n": rows, "done": done}).encode(), self.addr)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+
+
+class PartitionReader:
+    """Reads [start, end) of one partition from its leader, following leader changes."""
+
+    def __init__(self, ctx: TaskContext, topic: str, partition: int) -> None:
+        self.ctx, self.topic, self.partition = ctx, topic, partition
+        self.consumer: SimpleConsumer | None = None
+        self.leader_changes = 0
+
+    def _connect(self) -> SimpleConsumer:
+        deadline = time.monotonic() + self.ctx.leader_wait_ms / 1000
+        last: Exception | None = None
+        while True:
+            for address in self.ctx.brokers:
+                try:
+                    with SimpleConsumer.from_address(address, timeout=5.0, client_id="logbus-loader") as probe:
+                        _, host, port = probe.find_leader(self.topic, self.partition)
+                    return SimpleConsumer(host, port, timeout=self.ctx.request_timeout_ms / 1000,
+                                          client_id="logbus-loader", buffer_size=self.ctx.fetch_max_bytes)
+                except UnknownTopicOrPartitionError as exc:
+                    raise TopicDeletedError(f"{self.topic}-{self.partition}: the topic no longer exists ({exc})") from None
+                except (BrokerConnectionError, LeaderNotAvailableError, KafkaError, OSError) as exc:
+                    last = exc
+            if time.monotonic() > deadline:
+                raise LoadError(f"{self.topic}-{self.partition}: no reachable leader within "
+                                f"{self.ctx.leader_wait_ms} ms: {last}")
+            time.sleep(0.25)
+
+    def consumer_(self) -> SimpleConsumer:
+        if self.consumer is None:
+            self.consumer = self._connect()
+        return self.consumer
+
+    def reset_leader(self) -> None:
+        self.leader_changes += 1
+        if self.consumer is not None:
+            self.consumer.close()
+        self.consumer = None
+
+    def bounds(self) -> tuple[int, int]:
+        c = self.consumer_()
+        return (c.get_offsets_before(self.topic, self.partition, EARLIEST_TIME)[0],
+                c.get_offsets_before(self.topic, self.partition, LATEST_TIME)[0])
+
+    def read(self, start: int, end: int, gaps: list | None = None):
+        """Yield lists of messages with offsets in [start, end), in order.
+
+        Out of range: with policy ``earliest`` the skipped offsets are appended to ``gaps``
+        as (from, to) and reading goes on from the log start; otherwise OutOfRangeError.
+        """
+        offset = start
+        max_bytes = self.ctx.fetch_max_bytes
+        failures = 0
+        delay = float(self.ctx.inject.get("fetch_delay_ms", 0)) / 1000  # tests: slow the task down
+        while offset < end:
+            if delay:
+                time.sleep(delay)
+            try:
+                ms = self.consumer_().fetch(self.topic, self.partition, offset, max_bytes)
+            except OffsetOutOfRangeError:
+                earliest, latest = self.bounds()
+                if offset < earliest and self.ctx.out_of_range == "earliest":
+                    skip_to = min(earliest, end)
+                    if gaps is not None:
+                        gaps.append((offset, skip_to))
+                    offset = skip_to
+                    continue
+                raise OutOfRangeError(self.topic, self.partition, offset, earliest, latest, end) from None
+            except UnknownTopicOrPartitionError:
+                self.reset_leader()  # deleted, or the leader moved: the metadata lookup tells which
+                failures += 1
+                if failures > 20:
+                    raise
+                continue
+            except (NotLeaderOrFollowerError, LeaderNotAvailableError, BrokerConnectionError, OSError):
+                self.reset_leader()
+                failures += 1
+                if failures > 20:
+                    raise
+                time.sleep(min(0.1 * failures, 1.0))
+                continue
+            failures = 0
+            if ms and ms[-1].offset >= end:
+                yield [m for m in ms if m.offset < end]
+                return
+            if ms:
+                yield ms
+            if ms.next_offset > offset:
+                offset = ms.next_offset
+            elif ms.high_watermark >= 0 and ms.high_watermark <= offset:
+                raise LoadError(f"{self.topic}-{self.partition}: the high watermark is {ms.high_watermark}, below the "
+                                f"planned end {end} (was the log truncated by an unclean leader election?)")
+            else:
+                max_bytes = min(max_bytes * 2, 1 << 30)  # a batch larger than max_bytes: ask for more
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+
+
+def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
+    """Load one range; returns its stats (JSON-able). Raises on failure (Spark retries)."""
+    from pipelines.decoders import Decoder
+    from pipelines.fs import open_fs
+    from pipelines.writer import RangeWriter
+
+    t0 = time.monotonic()
+    spec = TopicSpec.from_dict(task.topic, task.spec)
+    decoder = Decoder(spec)
+    fs = open_fs(ctx.warehouse, user=ctx.webhdfs_user)
+    stats = {
+        "index": task.index, "topic": task.topic, "partition": task.partition, "start": task.start, "end": task.end,
+        "count": 0, "errors": 0, "bytes": 0, "files": [], "min_ts": None, "max_ts": None, "gaps": [],
+        "status": "loaded", "fetch_s": 0.0, "decode_s": 0.0, "write_s": 0.0, "leader_changes": 0,
+    }
+    if task.end <= task.start:
+        stats["status"] = "empty"
+        return stats
+    progress = _Progress(ctx.progress_addr, task.index)
+    writer = RangeWriter(fs, task.topic, task.partition, task.start, task.end, decoder.schema,
+                         ctx.compression, ctx.row_group_size)
+    reader = PartitionReader(ctx, task.topic, task.partition)
+    gaps: list = []
+    count = errors = 0
+    min_ts = max_ts = None
+    fetch_s = decode_s = 0.0
+    try:
+        try:
+            chunks = reader.read(task.start, task.end, gaps)
+            while True:
+                f0 = time.monotonic()
+                messages = next(chunks, None)
+                f1 = time.monotonic()
+                fetch_s += f1 - f0
+                if messages is None:
+                    break
+                batch, times, bad = decoder.decode(messages)
+                if bad:
+                    writer.add_errors(bad)
+                    errors += len(bad)
+                if batch is not None:
+                    writer.add(batch, times)
+                    count += batch.num_rows
+                    ts = [m.timestamp for m in messages if m.timestamp >= 0]
+                    if ts:
+                        lo, hi = min(ts), max(ts)
+                        min_ts = lo if min_ts is None else min(min_ts, lo)
+                        max_ts = hi if max_ts is None else max(max_ts, hi)
+                decode_s += time.monotonic() - f1
+                progress.send(messages[-1].offset + 1 if messages else task.start, count + errors)
+        except TopicDeletedError:
+            writer.abort()
+            stats["status"] = "topic_deleted"
+            return stats
+        w0 = time.monotonic()
+        marker = ctx.inject.get("fail_after_write")
+        files = writer.commit(after_first_rename=(lambda: _inject_failure(marker, task)) if marker else None,
+                              gaps=gaps)
+        stats["write_s"] = time.monotonic() - w0
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        reader.close()
+        progress.send(task.end, count + errors, done=True)
+        progress.close()
+    stats.update(count=count, errors=errors, files=files, bytes=sum(f["bytes"] for f in files), min_ts=min_ts,
+                 max_ts=max_ts, gaps=gaps, fetch_s=round(fetch_s, 3), decode_s=round(decode_s, 3),
+                 leader_changes=reader.leader_changes, seconds=round(time.monotonic() - t0, 3))
+    return stats
+
+
+def _inject_failure(marker_dir: str, task: RangeTask) -> None:
+    """Test hook: fail the first attempt of every task after its first file is in place."""
+    os.makedirs(marker_dir, exist_ok=True)
+    marker = os.path.join(marker_dir, f"{task.topic}+{task.partition}+{task.start}+{task.end}")
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    os.close(fd)
+    raise RuntimeError(f"injected failure after the first file of {task.topic}-{task.partition} "
+                       f"[{task.start}, {task.end}) was committed")
+
+
+def stats_json(stats: dict) -> str:
+    return json.dumps(stats, sort_keys=True)
+
+
+__all__ = ["RangeTask", "TaskContext", "run_range", "PartitionReader", "LoadError", "OutOfRangeError",
+           "TopicDeletedError", "asdict"]

@@ -1,0 +1,195 @@
+"""Parquet output of one range: staged, then renamed into place on task commit.
+
+A range's rows go to one file per ``dt=/hour=`` directory they fall in, every one named
+``<topic>+<partition>+<start>+<end>.parquet`` after the task's planned range, so a retried
+or replayed task writes exactly the same names and replaces what an earlier attempt left.
+Row groups hold exactly ``row_group_size`` rows (the last one fewer), whatever the fetch
+sizes were, so the same rows give byte-identical files (same pyarrow version and options).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import posixpath
+import re
+import shutil
+import tempfile
+import uuid
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.decoders import ERROR_SCHEMA, error_batch
+from pipelines.fs import LocalFS, WarehouseFS
+
+_NAME = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)\+(?P<partition>\d+)\+(?P<start>\d+)\+(?P<end>\d+)\.parquet$")
+HOUR_MS = 3_600_000
+
+
+def file_name(topic: str, partition: int, start: int, end: int) -> str:
+    return f"{topic}+{partition}+{start}+{end}.parquet"
+
+
+def parse_file_name(name: str) -> tuple[str, int, int, int] | None:
+    m = _NAME.match(posixpath.basename(name))
+    if not m:
+        return None
+    return m["topic"], int(m["partition"]), int(m["start"]), int(m["end"])
+
+
+def hour_dir(topic: str, hour_bucket: int) -> str:
+    when = _dt.datetime.fromtimestamp(hour_bucket * 3600, _dt.timezone.utc)
+    return f"{topic}/dt={when:%Y-%m-%d}/hour={when:%H}"
+
+
+def errors_path(topic: str, partition: int, start: int, end: int) -> str:
+    return f"{topic}/_errors/{file_name(topic, partition, start, end)}"
+
+
+class RangeWriter:
+    """Collects a range's decoded batches per hour and writes them as deterministic Parquet."""
+
+    def __init__(self, fs: WarehouseFS, topic: str, partition: int, start: int, end: int, schema: pa.Schema,
+                 compression: str = "snappy", row_group_size: int = 128 * 1024) -> None:
+        self.fs = fs
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+        self.name = file_name(topic, partition, start, end)
+        meta = {b"logbus.range": json.dumps({"topic": topic, "partition": partition, "start": start, "end": end},
+                                            sort_keys=True).encode()}
+        self.schema = schema.with_metadata(meta)
+        self.compression = None if compression == "none" else compression
+        self.row_group_size = row_group_size
+        self.attempt = uuid.uuid4().hex[:12]
+        if isinstance(fs, LocalFS):  # stage inside the warehouse: the rename is then atomic
+            self.stage_dir = fs.local(f"{topic}/_staging")
+            self._own_stage = False
+        else:
+            self.stage_dir = tempfile.mkdtemp(prefix="logbus-stage-")
+            self._own_stage = True
+        os.makedirs(self.stage_dir, exist_ok=True)
+        self._buffers: dict[int, list[pa.Table]] = {}
+        self._buffered: dict[int, int] = {}
+        self._writers: dict[int, pq.ParquetWriter] = {}
+        self._paths: dict[int, str] = {}
+        self.rows: dict[int, int] = {}
+        self._errors: list[tuple] = []
+        self.error_count = 0
+
+    def add(self, batch: pa.RecordBatch, times_ms: list[int]) -> None:
+        """Append rows (in offset order) with each row's partitioning time (epoch ms)."""
+        n = batch.num_rows
+        if n == 0:
+            return
+        buckets = [t // HOUR_MS for t in times_ms]
+        first = buckets[0]
+        if buckets[-1] == first and all(b == first for b in buckets):
+            self._append(first, pa.Table.from_batches([batch]))
+            return
+        table = pa.Table.from_batches([batch])
+        bucket_array = pa.array(buckets, pa.int64())
+        import pyarrow.compute as pc
+
+        for bucket in sorted(set(buckets)):
+            self._append(bucket, table.filter(pc.equal(bucket_array, bucket)))
+
+    def add_errors(self, rows: list[tuple]) -> None:
+        self._errors.extend(rows)
+        self.error_count += len(rows)
+
+    def _append(self, bucket: int, table: pa.Table) -> None:
+        self._buffers.setdefault(bucket, []).append(table)
+        self._buffered[bucket] = self._buffered.get(bucket, 0) + table.num_rows
+        self.rows[bucket] = self.rows.get(bucket, 0) + table.num_rows
+        if self._buffered[bucket] >= self.row_group_size:
+            self._flush(bucket, final=False)
+
+    def _writer(self, bucket: int) -> pq.ParquetWriter:
+        writer = self._writers.get(bucket)
+        if writer is None:
+            path = os.path.join(self.stage_dir, f"{self.name}.{bucket}.{self.attempt}.tmp")
+            writer = pq.ParquetWriter(path, self.schema, compression=self.compression, use_dictionary=True,
+                                      write_statistics=True)
+            self._writers[bucket] = writer
+            self._paths[bucket] = path
+        return writer
+
+    def _flush(self, bucket: int, final: bool) -> None:
+        tables = self._buffers.get(bucket)
+        if not tables:
+            return
+        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        rgs = self.row_group_size
+        full = (table.num_rows // rgs) * rgs
+        upto = table.num_rows if final else full
+        writer = self._writer(bucket)
+        pos = 0
+        while pos < upto:
+            writer.write_table(table.slice(pos, min(rgs, upto - pos)), row_group_size=rgs)
+            pos += rgs
+        rest = table.slice(upto)
+        self._buffers[bucket] = [rest] if rest.num_rows else []
+        self._buffered[bucket] = rest.num_rows
+
+    def commit(self, before_rename=None, after_first_rename=None, gaps=()) -> list[dict]:
+        """Close the staged files and rename them into place; returns [{path, rows, bytes}].
+
+        Every file's footer records how many files the range has, its rows and errors, and the
+        gaps skipped, so a lost manifest can be rebuilt (and a half-committed range detected)
+        from the committed files alone."""
+        for bucket in sorted(self._buffers):
+            self._flush(bucket, final=True)
+        summary = json.dumps({"files": len(self._writers), "rows": sum(self.rows.values()),
+                              "errors": self.error_count, "gaps": [list(g) for g in gaps]}, sort_keys=True)
+        for bucket in sorted(self._writers):
+            self._writers[bucket].add_key_value_metadata({"logbus.commit": summary})
+            self._writers[bucket].close()
+        staged = []
+        for bucket in sorted(self._paths):
+            staged.append((bucket, self._paths[bucket]))
+        if self._errors:
+            path = os.path.join(self.stage_dir, f"{self.name}.errors.{self.attempt}.tmp")
+            meta = {b"logbus.range": self.schema.metadata[b"logbus.range"], b"logbus.commit": summary.encode()}
+            pq.write_table(pa.Table.from_batches([error_batch(self._errors)], schema=ERROR_SCHEMA.with_metadata(meta)),
+                           path, compression=self.compression)
+            staged.append((None, path))
+        if before_rename is not None:
+            before_rename()
+        files = []
+        for i, (bucket, local_path) in enumerate(staged):
+            final = errors_path(self.topic, self.partition, self.start, self.end) if bucket is None \
+                else f"{hour_dir(self.topic, bucket)}/{self.name}"
+            size = os.path.getsize(local_path)
+            if isinstance(self.fs, LocalFS):
+                self.fs.rename(os.path.relpath(local_path, self.fs.root), final)
+            else:
+                with open(local_path, "rb") as f:
+                    data = f.read()
+                stage = f"{self.topic}/_staging/{os.path.basename(local_path)}"
+                self.fs.client.write(self.fs._p(stage), data=data, overwrite=True)  # type: ignore[attr-defined]
+                self.fs.rename(stage, final)
+                os.unlink(local_path)
+            if bucket is not None:
+                files.append({"path": final, "rows": self.rows[bucket], "bytes": size})
+            if i == 0 and after_first_rename is not None:
+                after_first_rename()
+        self._cleanup()
+        return files
+
+    def abort(self) -> None:
+        for writer in self._writers.values():
+            try:
+                writer.close()
+            except Exception:
+                pass
+        for path in self._paths.values():
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._own_stage:
+            shutil.rmtree(self.stage_dir, ignore_errors=True)

@@ -1,0 +1,54 @@
+"""The consumer commands end to end: console-consumer (both modes), consumer-groups, consumer-perf-test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+
+from tests.client.test_zk_consumer import create_topic, produce
+
+
+def logbus(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_consumer_commands(broker, zk_chroot):
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    create_topic(broker, topic, 2)
+    produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(20)])
+
+    out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--from-beginning",
+                 "--timeout-ms", "1000", "--property", "print.key=true", "--property", "key.separator=:",
+                 "--property", "print.offset=true", "--property", "print.partition=true")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 20 and "Partition:0\tOffset:0\tk0:v0" in lines
+    assert "Processed a total of 20 messages" in out.stderr
+
+    out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", "g")
+    assert out.returncode != 0 and "group coordinator" in out.stderr and "Traceback" not in out.stderr
+
+    out = logbus("console-consumer", "--zookeeper", zk_chroot, "--topic", topic, "--from-beginning",
+                 "--group", "cg", "--max-messages", "5")
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 5
+
+    out = logbus("consumer-groups", "--zookeeper", zk_chroot, "--list")
+    assert out.returncode == 0 and "cg" in out.stdout.split()
+    out = logbus("consumer-groups", "--zookeeper", zk_chroot, "--describe", "--group", "cg")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert rows[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID"]
+    by_partition = {int(r[2]): r for r in rows[1:]}
+    assert sum(int(r[3]) for r in by_partition.values()) == 5
+    assert all(int(r[4]) == 10 and int(r[5]) == 10 - int(r[3]) for r in by_partition.values())
+
+    out = logbus("consumer-perf-test", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--messages", "20")
+    assert out.returncode == 0, out.stderr
+    header, line = out.stdout.splitlines()
+    assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec")
+    assert line.split(", ")[4] == "20"
+    out = logbus("consumer-perf-test", "--zookeeper", zk_chroot, "--topic", topic, "--messages", "20", "--threads", "2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].split(", ")[4] == "20"
