@@ -16,7 +16,7 @@ APT_ENV     := DEBIAN_FRONTEND=noninteractive
 
 help:
 	@echo "make setup   venv + pip install -e .[pipelines,airflow,test] + apt zookeeper/JRE (idempotent)"
-	@echo "make run     start the local demo (embedded ZooKeeper + brokers)"
+	@echo "make run     the main job: ZooKeeper + 3 brokers, produce, Airflow DAG load + validate, rerun, summary"
 	@echo "make test    the whole test suite"
 	@echo "make bench   produce/consume benchmark"
 
@@ -46,8 +46,10 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(VPY)
 test: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
+# The main job: ZooKeeper + 3 brokers, an activity stream, the warehouse_load DAG through
+# `airflow dags test`, a summary checked against what was produced, a rerun; all stopped after.
 run: setup
-	$(VPY) -m broker.demo
+	$(VPY) -m pipelines.main_job
 
 bench: setup
 	$(VPY) bench/produce_consume.py

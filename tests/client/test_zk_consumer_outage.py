@@ -72,8 +72,12 @@ def test_zookeeper_outage_during_consumption(tmp_path):
         finally:
             other.shutdown()
     finally:
-        if c is not None:
-            c.shutdown()
-        if broker is not None:
-            broker.stop()
-        zk.stop()
+        try:
+            if c is not None:
+                c.shutdown()
+        finally:
+            try:
+                if broker is not None:
+                    broker.stop()
+            finally:
+                zk.stop()
