@@ -16,6 +16,9 @@ from twisted.logger import Logger
 from broker.cluster.controller import Controller, request_controlled_shutdown
 from broker.cluster.ids import ProducerIdAllocator, get_or_create_cluster_id
 from broker.cluster.zk import ZkClient
+from broker.coordinator.coordinator import GroupCoordinator
+from broker.coordinator.group import GroupConfig
+from broker.coordinator.offsets import ZkOffsetStore
 from broker.config import BrokerConfig, Listener
 from broker.server.connection import KafkaServerFactory
 from broker.server.cluster_watch import ClusterWatch
@@ -66,6 +69,7 @@ class Broker:
         self.logs: LogManager | None = None
         self.replicas: ReplicaManager | None = None
         self.producer_ids: ProducerIdAllocator | None = None
+        self.coordinator: GroupCoordinator | None = None
         self.endpoints: list[Listener] = []
         self._ports: list[Any] = []
         self._loops: list[LoopingCall] = []
@@ -108,6 +112,18 @@ class Broker:
         except BaseException:
             self._abandon_start()
             raise
+        self.coordinator = GroupCoordinator(
+            self.broker_id,
+            self.reactor,
+            GroupConfig(
+                config.group_initial_rebalance_delay_ms,
+                config.group_min_session_timeout_ms,
+                config.group_max_session_timeout_ms,
+            ),
+            ZkOffsetStore(self.zk.client),
+            threads.deferToThread,
+            lambda: self.metadata.brokers.keys(),
+        )
         self._set_brokers(self.zk.live_brokers())
         self.zk.client.ChildrenWatch(BROKER_IDS_PATH, self._on_brokers_changed)
         self.cluster_watch.start()
@@ -197,6 +213,8 @@ class Broker:
         self.metadata.brokers = {
             broker_id: BrokerEndpoint(broker_id, info.host, info.port, info.rack) for broker_id, info in brokers.items()
         }
+        if self.coordinator is not None:
+            self.coordinator.brokers_changed()
 
     def _set_controller(self, controller_id: int) -> None:
         self.metadata.controller_id = controller_id
@@ -283,6 +301,8 @@ class Broker:
         self.replica_fetches.wake_all()
         self.produces.wake_all()
         stopped = [defer.maybeDeferred(port.stopListening) for port in self._ports]
+        if self.coordinator is not None:
+            stopped.append(self.coordinator.shutdown())  # acknowledged commits are in ZooKeeper
         d = defer.DeferredList(stopped)
 
         def close(_: Any) -> None:

@@ -22,7 +22,8 @@ from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
 
 GROUP_NEEDS_COORDINATOR = (
-    "consumer groups on --bootstrap-server need the group coordinator, which is not served yet; "
+    "--group with --bootstrap-server needs a group-protocol consumer, which logbus's own clients do "
+    "not have (the brokers serve groups to librdkafka, kafka-python and Java clients); "
     "use --zookeeper HOST:PORT[/chroot] with --group, or drop --group to read without one"
 )
 

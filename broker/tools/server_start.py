@@ -4,6 +4,7 @@ in the foreground until SIGTERM or SIGINT, then shut down cleanly."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from broker.config import BrokerConfig, ConfigError, load_properties, parse_overrides
@@ -35,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
     unknown = config.unknown_keys()
     if unknown:
         Logger().warn("ignoring unknown properties: {keys}", keys=", ".join(sorted(unknown)))
+    # Twisted installs its SIGTERM/SIGINT handlers only in reactor.run(), but the listener is open
+    # (and the broker looks ready) before that: a signal arriving in between is held and turned
+    # into a clean shutdown as soon as the reactor runs.
+    held_signals: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda received, frame: held_signals.append(received))
     broker = Broker(config, reactor)
     try:
         broker.start()
@@ -44,5 +51,6 @@ def run(args: argparse.Namespace) -> int:
         Logger().failure("broker {id} failed to start", id=config.broker_id)
         raise CommandError(f"broker {config.broker_id} failed to start: {exc}") from exc
     reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
+    reactor.callWhenRunning(lambda: held_signals and reactor.stop())
     reactor.run()
     return 0

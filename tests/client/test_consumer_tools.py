@@ -27,7 +27,7 @@ def test_consumer_commands(broker, zk_chroot):
     assert "Processed a total of 20 messages" in out.stderr
 
     out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", "g")
-    assert out.returncode != 0 and "group coordinator" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode != 0 and "group-protocol consumer" in out.stderr and "Traceback" not in out.stderr
 
     out = logbus("console-consumer", "--zookeeper", zk_chroot, "--topic", topic, "--from-beginning",
                  "--group", "cg", "--max-messages", "5")

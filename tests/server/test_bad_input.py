@@ -114,7 +114,7 @@ def test_api_versions_advertises_only_served_versions(broker):
     assert served[ApiKey.PRODUCE] == (0, 7)  # v0-2 advertised for librdkafka's codec checks, refused below
     assert served[ApiKey.FETCH] == (4, 11)
     assert served[ApiKey.METADATA] == (0, 8)
-    assert ApiKey.JOIN_GROUP not in served  # not served until the group coordinator lands
+    assert served[ApiKey.JOIN_GROUP] == (0, 5)  # the group coordinator (broker/coordinator)
     assert served[ApiKey.FIND_COORDINATOR] == (0, 2)  # served: librdkafka needs it for lz4
 
 

@@ -6,13 +6,21 @@ from broker.server.handlers import (
     create_topics,
     delete_topics,
     describe_configs,
+    describe_groups,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sync_group,
 )
 
 ALL_HANDLERS = [
@@ -30,5 +38,13 @@ ALL_HANDLERS = [
         find_coordinator,
         offset_for_leader_epoch,
         create_partitions,
+        join_group,
+        sync_group,
+        heartbeat,
+        leave_group,
+        offset_commit,
+        offset_fetch,
+        list_groups,
+        describe_groups,
     )
 ]

@@ -1,9 +1,7 @@
 """FindCoordinator: which broker coordinates a consumer group.
 
-Group coordination (JoinGroup, SyncGroup, OffsetCommit...) is not served yet, so every group
-is answered COORDINATOR_NOT_AVAILABLE, which clients treat as "retry later". The API is
-served all the same because librdkafka takes it as the sign of a broker recent enough for
-lz4 framing, and refuses lz4 compression without it.
+Every broker gives the same answer: ``placement.coordinator_for`` over the live brokers it
+sees in ZooKeeper. Transaction coordinators (key_type 1) are not served.
 """
 
 from __future__ import annotations
@@ -18,15 +16,29 @@ from broker.server.dispatch import Handler
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
+GROUP_KEY = 0
+
+
+def _error(code: int, message: str) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
+
 
 def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+    if request.get("key_type", GROUP_KEY) != GROUP_KEY:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not served")
+    if not request["key"]:
+        return _error(ErrorCode.INVALID_GROUP_ID, "empty group id")
+    node = broker.coordinator.coordinator_of(request["key"]) if broker.coordinator else None
+    endpoint = broker.metadata.brokers.get(node) if node is not None else None
+    if endpoint is None:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no live broker")
     return {
         "throttle_time_ms": 0,
-        "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        "error_message": "consumer group coordination is not served by this broker yet",
-        "node_id": -1,
-        "host": "",
-        "port": -1,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "node_id": endpoint.node_id,
+        "host": endpoint.host,
+        "port": endpoint.port,
     }
 
 

@@ -1,0 +1,50 @@
+"""DescribeGroups: state, protocol and members of groups this broker coordinates. A group
+unknown here is "Dead" with no error, as Kafka answers; one with only stored offsets is
+"Empty"."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer, threads
+
+from broker.coordinator.offsets import offsets_path
+from broker.protocol.errors import ErrorCode
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+from broker.server.handlers.group_common import coordinator_error
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+def _bare(group_id: str, state: str, error: int = ErrorCode.NONE) -> dict:
+    return {"error_code": error, "group_id": group_id, "group_state": state, "protocol_type": "", "protocol_data": "", "members": []}
+
+
+def _describe(broker: "Broker", group_id: str, has_offsets: set[str]) -> dict:
+    error = coordinator_error(broker, group_id)
+    if error is not None:
+        return _bare(group_id, "", error)
+    group = broker.coordinator.group(group_id)
+    if group is not None:
+        return group.describe()
+    return _bare(group_id, "Empty" if group_id in has_offsets else "Dead")
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+    group_ids = list(request["groups"])
+    unknown = [g for g in group_ids if broker.coordinator is not None and broker.coordinator.group(g) is None]
+
+    def stored() -> set[str]:
+        zk = broker.coordinator.store.zk
+        return {g for g in unknown if g and zk.exists(offsets_path(g))}
+
+    d = threads.deferToThread(stored) if unknown else defer.succeed(set())
+    return d.addCallback(
+        lambda has: {"throttle_time_ms": 0, "groups": [_describe(broker, g, has) for g in group_ids]}
+    )
+
+
+HANDLER = Handler(ApiKey.DESCRIBE_GROUPS, 0, 4, handle)

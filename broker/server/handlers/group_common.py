@@ -1,0 +1,36 @@
+"""What every group handler shares: "is this broker the group's coordinator?" and turning the
+group state machine's ``respond`` callbacks into Deferreds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from twisted.internet import defer
+
+from broker.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+def coordinator_error(broker: "Broker", group_id: str) -> int | None:
+    """None when this broker coordinates ``group_id``; else the error to answer."""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    coordinator = broker.coordinator
+    if coordinator is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if not coordinator.owns(group_id):
+        return ErrorCode.NOT_COORDINATOR
+    return None
+
+
+def deferred_answer() -> tuple[defer.Deferred, Callable[[dict], None]]:
+    """A Deferred and the callback that fires it with the response (throttle added)."""
+    d: defer.Deferred = defer.Deferred()
+
+    def respond(body: dict) -> None:
+        if not d.called:
+            d.callback({"throttle_time_ms": 0, **body})
+
+    return d, respond

@@ -1,0 +1,72 @@
+"""OffsetFetch: a group's committed offsets, read from ZooKeeper (-1 where none).
+
+Read through to ZooKeeper each time, so offsets a ZooKeeper consumer of the same group wrote
+are seen at once. A null topic list (v2+) means every partition the group has committed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import threads
+
+from broker.coordinator.offsets import NO_OFFSET
+from broker.protocol.errors import ErrorCode
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiKey
+from broker.server.dispatch import Handler
+from broker.server.handlers.group_common import coordinator_error
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+
+def _partition(index: int, committed: Any, error: int = ErrorCode.NONE) -> dict:
+    return {
+        "partition_index": index,
+        "committed_offset": committed.offset if committed else NO_OFFSET,
+        "committed_leader_epoch": -1,
+        "metadata": committed.metadata if committed else "",
+        "error_code": error,
+    }
+
+
+def _read(broker: "Broker", group_id: str, topics: list[dict] | None) -> dict:
+    store = broker.coordinator.store
+    wanted = (
+        {t["name"]: list(t["partition_indexes"]) for t in topics} if topics is not None else store.topics(group_id)
+    )
+    found = store.read(group_id, [(t, p) for t, parts in wanted.items() for p in parts])
+    return {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "topics": [
+            {"name": t, "partitions": [_partition(p, found.get((t, p))) for p in parts]} for t, parts in wanted.items()
+        ],
+    }
+
+
+def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+    topics = request.get("topics")
+    error = coordinator_error(broker, request["group_id"])
+    if error is not None:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error,
+            "topics": [
+                {"name": t["name"], "partitions": [_partition(p, None, error) for p in t["partition_indexes"]]}
+                for t in topics or []
+            ],
+        }
+    d = threads.deferToThread(_read, broker, request["group_id"], topics)
+
+    def failed(failure: Any) -> dict:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "topics": [
+            {"name": t["name"], "partitions": [_partition(p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE) for p in t["partition_indexes"]]}
+            for t in topics or []
+        ]}
+
+    return d.addErrback(failed)
+
+
+HANDLER = Handler(ApiKey.OFFSET_FETCH, 1, 5, handle)
