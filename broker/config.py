@@ -317,6 +317,8 @@ KNOWN_KEYS: dict[str, Key] = {
     "group.min.session.timeout.ms": Key(INT, 6000),
     "group.max.session.timeout.ms": Key(INT, 1800000),
     "offsets.retention.minutes": Key(INT, 10080, 1),
+    "metrics.port": Key(INT, 0, 0),  # Prometheus text metrics over HTTP; 0: off
+    "producer.id.expiration.ms": Key(INT, 86400000, 1),  # idle producers' idempotence state is dropped
     # accepted for compatibility with Kafka's sample files; logbus does not use them
     "num.network.threads": Key(INT, 3, 1),
     "num.io.threads": Key(INT, 8, 1),
@@ -408,6 +410,8 @@ class BrokerConfig:
     group_min_session_timeout_ms: int
     group_max_session_timeout_ms: int
     offsets_retention_minutes: int
+    metrics_port: int
+    producer_id_expiration_ms: int
     num_network_threads: int
     num_io_threads: int
     offsets_topic_replication_factor: int

@@ -27,6 +27,7 @@ from broker.server.delayed_produce import ProducePurgatory
 from broker.server.dispatch import Dispatcher
 from broker.server.handlers import ALL_HANDLERS
 from broker.server.metadata import BrokerEndpoint, MetadataCache
+from broker.server.metrics import BrokerMetrics, listen_metrics
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
 from broker.storage.config import LogConfig
@@ -64,6 +65,9 @@ class Broker:
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
         self.dispatcher = Dispatcher(ALL_HANDLERS)
+        self.metrics = BrokerMetrics(self)
+        self.dispatcher.metrics = self.metrics
+        self.metrics_port: int | None = None  # the bound metrics.port, once listening
         self.topics = TopicAdmin(self)
         self.zk: ZkClient | None = None
         self.logs: LogManager | None = None
@@ -156,6 +160,13 @@ class Broker:
         self.endpoints = [
             Listener(ep.name, ep.host, ep.port or bound.get(ep.name, ep.port)) for ep in self.config.advertised_listeners
         ]
+        if self.config.metrics_port:
+            # on the first listener's interface: where the broker already accepts clients
+            first = self.config.listeners[0]
+            interface = "" if first.host in ("", "0.0.0.0") else first.host
+            port = listen_metrics(self.reactor, self.metrics, self.config.metrics_port, interface)
+            self._ports.append(port)
+            self.metrics_port = port.getHost().port
 
     def _abandon_start(self) -> None:
         for port in self._ports:

@@ -44,6 +44,7 @@ class Dispatcher:
 
     def __init__(self, handlers: list[Handler]) -> None:
         self.handlers = {handler.api_key: handler for handler in handlers}
+        self.metrics: Any = None  # a broker.server.metrics.BrokerMetrics, set by the Broker
 
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
         return {key: (h.min_version, h.max_version) for key, h in sorted(self.handlers.items())}
@@ -65,7 +66,11 @@ class Dispatcher:
                 f"(versions {handler.min_version}-{handler.max_version})"
             )
         request = REQUESTS[handler.api_key].decode(header.api_version, body)
-        return handler.handle(broker, header, request)
+        metrics = self.metrics
+        if metrics is None:
+            return handler.handle(broker, header, request)
+        started = metrics.request_started(header.api_key, request)
+        return metrics.request_answered(header.api_key, started, handler.handle(broker, header, request))
 
     def response_version(self, header: RequestHeader) -> int:
         handler = self.handlers[header.api_key]

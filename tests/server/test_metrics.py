@@ -1,0 +1,110 @@
+"""The Prometheus endpoint (metrics.port) of real broker processes: counters and latency
+histograms move under produce and consume; under-replicated partitions go above 0 while a
+follower is down and back to 0 when it returns."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.cluster.net import free_port
+from broker.server.metrics import count_records
+from broker.protocol.records import encode_batch
+
+from tests.cluster_replication.conftest import FAST, by_id, state, wait_until
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+
+
+def scrape(port: int) -> dict[str, float]:
+    """'name{labels}' -> value, after checking every line is valid exposition text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = resp.read().decode()
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("# HELP ") or line.startswith("# TYPE "):
+            continue
+        m = _SAMPLE.match(line)
+        assert m, f"not exposition format: {line!r}"
+        samples[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return samples
+
+
+def _start(broker_factory, n: int) -> list:
+    return [broker_factory(overrides={**FAST, "metrics.port": free_port()}, broker_id=i + 1) for i in range(n)]
+
+
+def _port(b) -> int:
+    return int(b.props["metrics.port"])
+
+
+def test_count_records_of_v2_batches():
+    one = encode_batch([(None, b"a", [], None), (None, b"b", [], None), (None, b"c", [], None)])
+    two = encode_batch([(b"k", b"d", [], None)], base_offset=3)
+    assert count_records(one) == 3
+    assert count_records(one + two) == 4
+    assert count_records(b"") == 0 and count_records(None) == 0
+
+
+def test_counters_and_histograms_move(broker_factory):
+    (b,) = _start(broker_factory, 1)
+    port = _port(b)
+    topic = f"m-{uuid.uuid4().hex[:8]}"
+    before = scrape(port)
+    assert before["logbus_under_replicated_partitions"] == 0
+
+    producer = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    for i in range(200):
+        producer.produce(topic, value=b"v%05d" % i)
+    assert producer.flush(30) == 0
+
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got = 0
+    deadline = 200
+    while got < 200 and deadline:
+        msg = consumer.poll(0.5)
+        deadline -= 1
+        if msg is not None and msg.error() is None:
+            got += 1
+    consumer.close()
+    assert got == 200
+
+    after = scrape(port)
+    assert after[f'logbus_topic_records_in_total{{topic="{topic}"}}'] == 200
+    assert after[f'logbus_topic_bytes_in_total{{topic="{topic}"}}'] > 200 * 6
+    assert after[f'logbus_topic_bytes_out_total{{topic="{topic}"}}'] > 200 * 6
+    assert after['logbus_requests_total{api="PRODUCE"}'] >= 1
+    assert after['logbus_requests_total{api="FETCH"}'] >= 1
+    for api in ("PRODUCE", "FETCH", "METADATA"):
+        count = after[f'logbus_request_latency_seconds_count{{api="{api}"}}']
+        assert count > before.get(f'logbus_request_latency_seconds_count{{api="{api}"}}', 0)
+        assert after[f'logbus_request_latency_seconds_bucket{{api="{api}",le="+Inf"}}'] == count
+        assert after[f'logbus_request_latency_seconds_sum{{api="{api}"}}'] > 0
+    assert after[f'logbus_log_size_bytes{{topic="{topic}",partition="0"}}'] > 0
+    assert after["logbus_active_controller"] == 1  # the only broker
+    assert {"logbus_purgatory_size{purgatory=\"fetch\"}", "logbus_purgatory_size{purgatory=\"produce\"}"} <= after.keys()
+
+
+def test_under_replicated_partitions_follow_a_killed_follower(broker_factory, zk_client):
+    brokers = _start(broker_factory, 3)
+    topic = f"m-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in brokers)})
+    admin.create_topics([NewTopic(topic, 1, 3)], operation_timeout=20)[topic].result(30)
+    wait_until(lambda: len(state(zk_client, topic).isr) == 3, 30, what="full isr")
+    s = state(zk_client, topic)
+    leader = by_id(brokers, s.leader)
+    follower = by_id(brokers, next(r for r in s.isr if r != s.leader))
+    urp = lambda: scrape(_port(leader))["logbus_under_replicated_partitions"]  # noqa: E731
+    assert urp() == 0
+    assert sum(scrape(_port(b))["logbus_active_controller"] for b in brokers) == 1
+
+    follower.kill()
+    wait_until(lambda: urp() >= 1, 30, what="under-replicated partitions > 0")
+    follower.start()
+    wait_until(lambda: urp() == 0, 60, what="under-replicated partitions back to 0")
