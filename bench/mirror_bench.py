@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -99,18 +100,30 @@ def main() -> int:
         with open(home / "mirror.out", "wb") as out:
             mm = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         procs.append(mm)
-        while end_offsets(agg, "bench", args.partitions) < n:
+        first = None  # when the first copied record showed up in the aggregate
+        while True:
+            copied = end_offsets(agg, "bench", args.partitions)
+            if copied and first is None:
+                first = (time.perf_counter() - start, copied)
+            if copied >= n:
+                break
             if mm.poll() is not None:
                 raise SystemExit(f"mirror exited: {(home / 'mirror.out').read_text()[-2000:]}")
             time.sleep(0.05)
         mirrored = time.perf_counter() - start
         mm.terminate()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         mm.wait(60)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         d_rate, m_rate = n / direct, n / mirrored
         print(f"records={n} size={args.size}B partitions={args.partitions} streams={args.streams}")
         print(f"direct produce into the aggregate (librdkafka, acks=all): {d_rate:,.0f} rec/s ({direct:.2f} s)")
         print(f"mirror-maker source -> aggregate (incl. start-up):       {m_rate:,.0f} rec/s ({mirrored:.2f} s)")
         print(f"ratio: {100 * m_rate / d_rate:.0f} %")
+        if first is not None and mirrored > first[0]:
+            print(f"(start-up until the first copies: {first[0]:.2f} s; copy rate after it: "
+                  f"{(n - first[1]) / (mirrored - first[0]):,.0f} rec/s; mirror CPU {cpu:.2f} s in all)")
         return 0
     finally:
         for p in reversed(procs):

@@ -73,3 +73,25 @@ def with_origin(headers: Iterable | None, origin: Origin) -> list[tuple[str, byt
     out = [(h[0], h[1]) for h in (headers or ())]
     out.append((HEADER, origin.encode()))
     return out
+
+
+class OriginEncoder:
+    """The origin header of one source partition, pre-encoded for the mirror's bulk path.
+
+    ``value_prefix + b"%d" % offset`` is the header value (``Origin.encode()``); for a record
+    without headers its whole header block is ``block_head + varint(len(value)) + value``
+    (count 1, then the key ``logbus.origin``), the bytes ``encode_headers`` would make."""
+
+    __slots__ = ("value_prefix", "block_head")
+
+    def __init__(self, cluster_id: str, topic: str, partition: int) -> None:
+        from broker.client.accumulator import _sized, _varint
+
+        self.value_prefix = f"{cluster_id}:{topic}:{partition}:".encode()
+        self.block_head = _varint(1) + _sized(HEADER.encode())
+
+    def header_block(self, offset: int) -> bytes:
+        from broker.client.accumulator import _varint
+
+        value = self.value_prefix + b"%d" % offset
+        return self.block_head + _varint(len(value)) + value

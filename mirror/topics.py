@@ -123,7 +123,7 @@ class TargetTopics:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"target topic {target} has no metadata 60 s after creating it")
             self.producer.metadata.request_update()
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 def choose_partition(source_partition: int, source_count: int | None, target_count: int) -> int | None:

@@ -145,6 +145,67 @@ class ProducerBatch:
             self.full = True
         return count
 
+    def try_append_many(self, records: list, start: int, max_record_size: int = 1 << 62) -> int:
+        """Append ``records[start:]`` (``(timestamp, key, value, header block)`` tuples, bytes or
+        None) while they fit; returns the index of the first record not appended.
+
+        The first record of an empty batch always goes in (like ``try_append``). A record whose
+        encoded size exceeds ``max_record_size`` raises MessageTooLargeError before it is appended.
+        """
+        n = len(records)
+        if start >= n:
+            return start
+        buf = self.buf
+        count = self.count
+        if count == 0:
+            self.base_ts = records[start][0]
+        base_ts = self.base_ts
+        max_ts = self.max_ts
+        limit = self.size_limit
+        count_limit = self.count_limit
+        table = _VARINT
+        join = b"".join
+        i = start
+        try:
+            while i < n:
+                ts, key, value, headers = records[i]
+                delta = ts - base_ts
+                tsd = table[delta] if 0 <= delta < _TABLE_SIZE else encode_varint(delta)
+                od = table[count] if count < _TABLE_SIZE else encode_varint(count)
+                if key is None:
+                    kl, key = _NULL, b""
+                else:
+                    k = len(key)
+                    kl = table[k] if k < _TABLE_SIZE else encode_varint(k)
+                if value is None:
+                    vl, value = _NULL, b""
+                else:
+                    k = len(value)
+                    vl = table[k] if k < _TABLE_SIZE else encode_varint(k)
+                size = 1 + len(tsd) + len(od) + len(kl) + len(key) + len(vl) + len(value) + len(headers)
+                if size > max_record_size:
+                    from broker.protocol.errors import MessageTooLargeError
+
+                    raise MessageTooLargeError(
+                        f"MESSAGE_TOO_LARGE: a record to {self.topic}-{self.partition} is {size} bytes when "
+                        f"serialized, larger than max.request.size allows")
+                if count and len(buf) + size + 5 > limit:
+                    self.full = True
+                    break
+                buf += join((table[size] if size < _TABLE_SIZE else encode_varint(size), _ATTRIBUTES, tsd, od,
+                             kl, key, vl, value, headers))
+                if ts > max_ts:
+                    max_ts = ts
+                count += 1
+                i += 1
+                if count >= count_limit or len(buf) >= limit:
+                    self.full = True
+                    break
+        finally:
+            self.count = count
+            self.max_ts = max_ts
+        return i
+
     def build(self, compression: int, producer_id: int, producer_epoch: int) -> bytes:
         """The v2 record batch (base offset 0), compressed once; cached for retries."""
         if self.encoded is None:
@@ -350,6 +411,56 @@ class RecordAccumulator:
         if wake:
             self.wakeup()
         return FutureRecordMetadata(batch, index, ts)
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int,
+        records: list,
+        max_block: float,
+        sync: bool = False,
+        max_record_size: int = 1 << 62,
+    ) -> list[ProducerBatch]:
+        """Append many records to one partition in new batches of their own; no futures.
+
+        ``records``: ``(timestamp, key, value, header block)`` tuples (see
+        ``ProducerBatch.try_append_many``). The records are encoded into fresh batches without
+        the lock (so the sender and other appenders are not held up), then queued in order under
+        one lock acquisition. Returns those batches (so a caller can add one callback per batch).
+        Waits for buffer memory once (a call may go over buffer.memory by its own size). A
+        record larger than ``max_record_size`` raises MessageTooLargeError; the records before
+        it are queued."""
+        batches: list[ProducerBatch] = []
+        n = len(records)
+        i = 0
+        try:
+            while i < n:
+                batch = ProducerBatch(topic, partition, self.batch_size, self.batch_count_limit, 0)
+                try:
+                    i = batch.try_append_many(records, i, max_record_size)
+                finally:
+                    if batch.count:
+                        batches.append(batch)
+        finally:
+            if batches:
+                self._enqueue(topic, partition, batches, max_block, sync)
+        return batches
+
+    def _enqueue(self, topic: str, partition: int, batches: list[ProducerBatch], max_block: float, sync: bool) -> None:
+        with self.lock:
+            if self.buffered >= self.buffer_memory:
+                self._wait_for_memory(max_block)
+            queue = self.queues.get((topic, partition))
+            if queue is None:
+                queue = self.queues[(topic, partition)] = collections.deque()
+            for batch in batches:
+                self.on_new_batch(topic, partition)
+                batch.order = next(self._order)
+                batch.sync = sync
+                queue.append(batch)
+                self.incomplete.add(batch)
+                self.buffered += len(batch.buf)
+        self.wakeup()
 
     def _new_batch(self, topic: str, partition: int, ts: int, key, value, headers: bytes) -> ProducerBatch:
         size = len(key or b"") + len(value or b"") + len(headers) + RECORD_OVERHEAD

@@ -762,6 +762,62 @@ class Producer:
 
     produce = send
 
+    def send_batch(
+        self,
+        topic: str,
+        partition: int | None,
+        records: list,
+        callback: Callable[[RecordMetadata | None, BaseException | None], Any] | None = None,
+    ) -> int:
+        """Queue many records of one topic in bulk; returns how many batches took them.
+
+        A fast path for programs that copy records (the mirror-maker): ``records`` is a list of
+        ``(timestamp_ms, key, value, header_block)`` tuples where key and value are bytes or None
+        and ``header_block`` is the encoded header block (``encode_headers(...)``, ``b"\\x00"``
+        for none); no serializers run. With ``partition`` None each record is placed by the
+        partitioner (by key), keeping their order per partition. There are no per-record
+        futures: ``callback(metadata, exception)`` runs once per record batch that took some of
+        the records, when that batch is done (metadata names the batch's partition and first
+        offset); an exception means every record of that batch failed."""
+        if self._closed:
+            raise ProducerClosedError("cannot send: the producer is closed")
+        if self._fatal_error is not None:
+            raise self._fatal_error
+        if not records:
+            return 0
+        info = self._metadata.topic(topic)
+        if info is None or not info.leaders:
+            info = self._metadata.fetch([topic], self.max_block)[topic]
+        limit = self.max_request_size - B.HEADER_SIZE
+        acc = self._accumulator
+        if partition is not None:
+            if partition not in info.leaders:
+                raise ValueError(f"partition {partition} of topic {topic!r} does not exist (it has {len(info.partitions)})")
+            groups = {partition: records}
+        else:
+            partitions, available = info.partitions, info.available
+            choose = self.partitioner.partition
+            groups = {}
+            for record in records:
+                p = choose(topic, record[1], partitions, available)
+                group = groups.get(p)
+                if group is None:
+                    groups[p] = [record]
+                else:
+                    group.append(record)
+        touched: list[ProducerBatch] = []
+        for p, group in groups.items():
+            touched.extend(acc.append_many(topic, p, group, self.max_block, self.sync, limit))
+        if callback is not None or self.sync:
+            futures = [FutureRecordMetadata(batch, 0, batch.base_ts) for batch in touched]
+            if callback is not None:
+                for future in futures:
+                    future._batch.add_callback(future, CB_JAVA, callback)
+            if self.sync:
+                for future in futures:
+                    future.get(self.delivery_timeout + self.request_timeout)
+        return len(touched)
+
     def partitions_for(self, topic: str) -> list[int]:
         """The topic's partition ids (fetching metadata, and creating it when allowed)."""
         info = self._metadata.topic(topic)

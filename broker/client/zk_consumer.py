@@ -223,6 +223,43 @@ class KafkaStream:
             self._chunk = messages
             self._pos = 0
 
+    def next_chunk(self) -> list[MessageAndMetadata]:
+        """The next messages in bulk: the rest of the chunk being iterated, else the next fetched
+        chunk (never empty; all of one partition, in offset order).
+
+        Every message returned counts as handed to the application at once (the consumed
+        offset moves past the last one). Raises ConsumerTimeoutException and StopIteration
+        like ``next()``; the two may be mixed on one stream (from one thread)."""
+        while True:
+            chunk = self._chunk
+            if chunk is not None:
+                pos = self._pos
+                self._chunk = None
+                info = self._info
+                if pos < len(chunk) and not info.stale:  # type: ignore[union-attr]
+                    rest = chunk[pos:] if pos else chunk
+                    self._pos = len(chunk)
+                    info.consumed_offset = rest[-1][2] + 1  # type: ignore[union-attr]
+                    return rest
+            try:
+                item = self.queue.get(timeout=self._timeout)
+            except queue.Empty:
+                raise ConsumerTimeoutException(self._connector._timeout_message(self)) from None
+            if item is _SHUTDOWN:
+                self.queue.put(_SHUTDOWN)  # stay ended
+                raise StopIteration
+            info, messages = item
+            if info.stale:
+                continue
+            # skip what was already handed out (a refetch after an error)
+            if info.consumed_offset is not None and messages[0][2] < info.consumed_offset:
+                messages = [m for m in messages if m[2] >= info.consumed_offset]
+                if not messages:
+                    continue
+            self._info = info
+            self._chunk = messages
+            self._pos = 0
+
     def clear(self) -> None:
         """Drop queued chunks and the chunk being iterated (rebalance)."""
         self._chunk = None
