@@ -14,7 +14,10 @@ import datetime as _dt
 import json
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
 from pipelines.config import RECORD_TIMESTAMP, TopicSpec
 
@@ -34,6 +37,14 @@ _ARROW_TYPES = {
     "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(), "double": pa.float64(),
     "boolean": pa.bool_(), "timestamp": TS_TYPE, "binary": pa.binary(), "json": pa.string(),
 }
+# the types pyarrow's JSON reader parses each declared type as, on the vectorised path (a timestamp
+# as epoch-ms integers, a float as a double: both are converted afterwards exactly as the
+# per-record path converts them); binary and json fields have no vectorised form
+_PARSE_TYPES = {
+    "string": pa.string(), "int": pa.int32(), "long": pa.int64(), "float": pa.float64(), "double": pa.float64(),
+    "boolean": pa.bool_(), "timestamp": pa.int64(),
+}
+_WRAP_SUFFIX = b"}\n"
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -104,12 +115,30 @@ class Decoder:
         self.time_index = None
         if spec.time_field != RECORD_TIMESTAMP:
             self.time_index = [f.name for f in spec.schema].index(spec.time_field)
+        # vectorised JSON: every declared type has an Arrow parse type (no binary/json fields)
+        self.vectorised = spec.format == "json" and bool(spec.schema) and all(
+            f.type in _PARSE_TYPES for f in spec.schema)
+        self.chunks_vectorised = self.chunks_per_record = 0
+        if self.vectorised:
+            value_struct = pa.struct([pa.field(f.name, _PARSE_TYPES[f.type]) for f in spec.schema])
+            self._parse_options = pa_json.ParseOptions(
+                explicit_schema=pa.schema([("__i", pa.int64()), ("__v", value_struct)]),
+                unexpected_field_behavior="ignore", newlines_in_values=True)
+            self._not_null = [f.required or f.name == spec.time_field for f in spec.schema]
+            self._prefixes = pa.array([], pa.binary())
 
     def decode(self, messages: Sequence) -> tuple[pa.RecordBatch | None, list[int], list[tuple]]:
         """(batch of good rows, their partition times in ms, error rows for ERROR_SCHEMA)."""
+        if self.vectorised and messages:
+            out = self._decode_json_vectorised(messages)
+            if out is not None:
+                self.chunks_vectorised += 1
+                return out
         errors: list[tuple] = []
         good = messages
         fmt = self.spec.format
+        if fmt == "json":
+            self.chunks_per_record += 1
         if fmt == "raw":
             value_columns = [[m.value for m in messages]]
         elif fmt == "utf8":
@@ -132,14 +161,7 @@ class Decoder:
         if not good:
             return None, [], errors
         ts = [m.timestamp if m.timestamp >= 0 else None for m in good]
-        arrays = [
-            pa.array([m.topic for m in good], pa.string()),
-            pa.array([m.partition for m in good], pa.int32()),
-            pa.array([m.offset for m in good], pa.int64()),
-            pa.array(ts, TS_TYPE),
-            pa.array([m.key for m in good], pa.binary()),
-            pa.array([[(k, v) for k, v in m.headers] if m.headers else [] for m in good], HEADER_TYPE),
-        ]
+        arrays = _base_arrays(good, ts)
         for column, fld in zip(value_columns, self.value_fields):
             arrays.append(pa.array(column, fld.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -148,6 +170,63 @@ class Decoder:
         else:
             times = value_columns[self.time_index]
         return batch, times, errors
+
+    def _prefixes_for(self, n: int) -> pa.Array:
+        if len(self._prefixes) < n:
+            cap = max(n, 2 * len(self._prefixes), 1024)
+            self._prefixes = pa.array([b'{"__i":%d,"__v":' % i for i in range(cap)], pa.binary())
+        return self._prefixes.slice(0, n)
+
+    def _decode_json_vectorised(self, messages: Sequence):
+        """The whole chunk parsed by pyarrow's JSON reader, or None when any value in it would not
+        decode (the caller then takes the per-record path, which sorts out the bad values).
+
+        Value ``i`` is parsed as the line ``{"__i":i,"__v":<value>}``: a value that is not exactly
+        one JSON object (empty, two objects, an unclosed one, an array, null) either fails the
+        parse, or shows as a row count / row number that does not match, so a row can never be
+        taken from the wrong record. The types are strict like the per-record path: a number in a
+        string field, a float or an out-of-range number in an int field, a string timestamp, a
+        duplicate key, invalid UTF-8 anywhere in the value, a missing required field: all None."""
+        n = len(messages)
+        columns = _transpose(messages)
+        try:
+            values = pa.array(columns[4], pa.binary())
+            if isinstance(values, pa.ChunkedArray) or values.null_count:  # (chunked: over 2 GB)
+                return None
+            values.cast(pa.string())  # UTF-8 validation of every whole value (json.loads decodes it all)
+            lines = pc.binary_join_element_wise(self._prefixes_for(n), values, _WRAP_SUFFIX, b"")
+            offsets = lines.buffers()[1]  # a new array: no slicing offset, int32 value offsets
+            size = int(np.frombuffer(offsets, dtype=np.int32, count=n + 1)[n])
+            buf = lines.buffers()[2].slice(0, size)
+            table = pa_json.read_json(pa.BufferReader(buf), parse_options=self._parse_options,
+                                      read_options=pa_json.ReadOptions(use_threads=False,
+                                                                       block_size=min(size + 1, (1 << 31) - 1)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError):
+            return None
+        if table.num_rows != n:
+            return None
+        index = table.column(0).combine_chunks()
+        if index.null_count or not np.array_equal(index.to_numpy(), np.arange(n)):
+            return None
+        struct = table.column(1).combine_chunks()
+        if struct.null_count:
+            return None
+        parsed = struct.flatten()
+        for column, not_null in zip(parsed, self._not_null):
+            if not_null and column.null_count:
+                return None
+        value_columns = []
+        for column, fld, spec_field in zip(parsed, self.value_fields, self.spec.schema):
+            if column.type != fld.type:
+                column = column.cast(fld.type, safe=spec_field.type != "float")  # float: double -> float32 rounding
+            value_columns.append(column)
+        arrays, raw_ts = _base_from_columns(columns)
+        batch = pa.RecordBatch.from_arrays(arrays + value_columns, schema=self.schema)
+        if self.time_index is None:
+            times = raw_ts.fill_null(0)
+        else:
+            times = parsed[self.time_index].to_numpy()
+        return batch, times, []
 
     def _decode_json(self, messages: Sequence, errors: list) -> tuple[list, list[list]]:
         fields = [(f.name, f.type, f.required) for f in self.spec.schema]
@@ -185,6 +264,51 @@ class Decoder:
             for column, value in zip(columns, row):
                 column.append(value)
         return good, columns
+
+
+def _base_arrays(good: Sequence, ts: list) -> list[pa.Array]:
+    return [
+        pa.array([m.topic for m in good], pa.string()),
+        pa.array([m.partition for m in good], pa.int32()),
+        pa.array([m.offset for m in good], pa.int64()),
+        pa.array(ts, TS_TYPE),
+        pa.array([m.key for m in good], pa.binary()),
+        _headers_array([m.headers for m in good]),
+    ]
+
+
+_MSG_FIELDS = ("topic", "partition", "offset", "key", "value", "headers", "timestamp")
+
+
+def _transpose(messages: Sequence) -> list[Sequence]:
+    """The records' fields as columns, in _MSG_FIELDS order (one pass in C for the consumer's
+    MessageAndMetadata named tuples)."""
+    if all(getattr(type(m), "_fields", None) == _MSG_FIELDS for m in (messages[0], messages[-1])):
+        columns = list(zip(*messages))
+        if len(columns) == len(_MSG_FIELDS) and len(columns[0]) == len(messages):
+            return columns
+    return [[getattr(m, name) for m in messages] for name in _MSG_FIELDS]
+
+
+def _base_from_columns(columns: list[Sequence]) -> tuple[list[pa.Array], pa.Array]:
+    """The loader's own columns from transposed records, and the record timestamps as int64 with
+    a negative (none) as null: the same arrays _base_arrays builds."""
+    topics, partitions, offsets, keys, _values, headers, stamps = columns
+    raw_ts = pa.array(stamps, pa.int64())
+    if pc.min(raw_ts).as_py() < 0:
+        raw_ts = pc.if_else(pc.less(raw_ts, 0), pa.scalar(None, pa.int64()), raw_ts)
+    return [pa.array(topics, pa.string()), pa.array(partitions, pa.int32()), pa.array(offsets, pa.int64()),
+            raw_ts.cast(TS_TYPE), pa.array(keys, pa.binary()), _headers_array(headers)], raw_ts
+
+
+_NO_HEADERS = pa.array([], HEADER_TYPE.value_type)
+
+
+def _headers_array(headers: Sequence) -> pa.Array:
+    if any(headers):
+        return pa.array([[(k, v) for k, v in h] if h else [] for h in headers], HEADER_TYPE)
+    # the common case, no record has headers: n empty (not null) lists without a Python list each
+    return pa.ListArray.from_arrays(pa.array(np.zeros(len(headers) + 1, dtype=np.int32)), _NO_HEADERS, type=HEADER_TYPE)
 
 
 def _error_row(m, reason: str) -> tuple:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -74,6 +76,7 @@ class TaskContext:
     compression: str = "snappy"
     row_group_size: int = 128 * 1024
     leader_wait_ms: int = 15_000
+    prefetch_chunks: int = 2          # fetched chunks a task's reader thread may hold ahead of decoding (0: none)
     progress_addr: tuple[str, int] | None = None
     inject: dict = field(default_factory=dict)
 
@@ -201,6 +204,65 @@ class PartitionReader:
             self.consumer = None
 
 
+class _Prefetcher:
+    """The reader's chunks, fetched up to ``depth`` ahead by a thread: fetching (socket reads and
+    waiting on the broker) overlaps decoding (mostly pyarrow, which runs without the GIL). The
+    order, the chunks and the reader's exceptions are exactly the generator's; ``depth`` 0 runs
+    the generator inline."""
+
+    _END = object()
+
+    def __init__(self, chunks, depth: int) -> None:
+        self.chunks = chunks
+        self.thread = None
+        if depth > 0:
+            self.queue: queue.Queue = queue.Queue(maxsize=depth)
+            self.stop = threading.Event()
+            self.thread = threading.Thread(target=self._run, name="logbus-prefetch", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for chunk in self.chunks:
+                if not self._put((chunk, None)):
+                    return
+            self._put((self._END, None))
+        except BaseException as exc:  # handed to the task's thread, raised there
+            self._put((None, exc))
+        finally:
+            self._close_chunks()
+
+    def _close_chunks(self) -> None:
+        close = getattr(self.chunks, "close", None)  # a generator: run its finally blocks now
+        if close is not None:
+            close()
+
+    def _put(self, item) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def next(self):
+        """The next chunk, or None at the end."""
+        if self.thread is None:
+            return next(self.chunks, None)
+        chunk, exc = self.queue.get()
+        if exc is not None:
+            raise exc
+        return None if chunk is self._END else chunk
+
+    def close(self) -> None:
+        if self.thread is None:
+            self._close_chunks()
+        else:
+            self.stop.set()
+            self.thread.join()
+
+
 def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
     """Load one range; returns its stats (JSON-able). Raises on failure (Spark retries)."""
     from pipelines.decoders import Decoder
@@ -227,12 +289,12 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
     count = errors = 0
     min_ts = max_ts = None
     fetch_s = decode_s = 0.0
+    chunks = _Prefetcher(reader.read(task.start, task.end, gaps), ctx.prefetch_chunks)
     try:
         try:
-            chunks = reader.read(task.start, task.end, gaps)
             while True:
                 f0 = time.monotonic()
-                messages = next(chunks, None)
+                messages = chunks.next()
                 f1 = time.monotonic()
                 fetch_s += f1 - f0
                 if messages is None:
@@ -244,9 +306,9 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
                 if batch is not None:
                     writer.add(batch, times)
                     count += batch.num_rows
-                    ts = [m.timestamp for m in messages if m.timestamp >= 0]
-                    if ts:
-                        lo, hi = min(ts), max(ts)
+                    bounds = _timestamp_bounds(messages, batch)
+                    if bounds is not None:
+                        lo, hi = bounds
                         min_ts = lo if min_ts is None else min(min_ts, lo)
                         max_ts = hi if max_ts is None else max(max_ts, hi)
                 decode_s += time.monotonic() - f1
@@ -264,13 +326,27 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
         writer.abort()
         raise
     finally:
+        chunks.close()
         reader.close()
         progress.send(task.end, count + errors, done=True)
         progress.close()
     stats.update(count=count, errors=errors, files=files, bytes=sum(f["bytes"] for f in files), min_ts=min_ts,
                  max_ts=max_ts, gaps=gaps, fetch_s=round(fetch_s, 3), decode_s=round(decode_s, 3),
-                 leader_changes=reader.leader_changes, seconds=round(time.monotonic() - t0, 3))
+                 leader_changes=reader.leader_changes, seconds=round(time.monotonic() - t0, 3),
+                 chunks_vectorised=decoder.chunks_vectorised, chunks_per_record=decoder.chunks_per_record)
     return stats
+
+
+def _timestamp_bounds(messages, batch) -> tuple[int, int] | None:
+    """(min, max) record timestamp of the chunk's messages (a negative one is none), or None."""
+    if batch.num_rows == len(messages):  # every record is a row: its timestamp column (null = none)
+        import pyarrow.compute as pc
+
+        mm = pc.min_max(batch.column("timestamp").cast("int64"))
+        lo = mm["min"].as_py()
+        return None if lo is None else (lo, mm["max"].as_py())
+    ts = [m.timestamp for m in messages if m.timestamp >= 0]
+    return (min(ts), max(ts)) if ts else None
 
 
 def _inject_failure(marker_dir: str, task: RangeTask) -> None:

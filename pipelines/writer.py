@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import uuid
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -77,22 +78,22 @@ class RangeWriter:
         self._errors: list[tuple] = []
         self.error_count = 0
 
-    def add(self, batch: pa.RecordBatch, times_ms: list[int]) -> None:
-        """Append rows (in offset order) with each row's partitioning time (epoch ms)."""
+    def add(self, batch: pa.RecordBatch, times_ms) -> None:
+        """Append rows (in offset order) with each row's partitioning time (epoch ms: a list,
+        a numpy array or an Arrow integer array)."""
         n = batch.num_rows
         if n == 0:
             return
-        buckets = [t // HOUR_MS for t in times_ms]
-        first = buckets[0]
-        if buckets[-1] == first and all(b == first for b in buckets):
+        if isinstance(times_ms, (pa.Array, pa.ChunkedArray)):
+            times_ms = times_ms.to_numpy()
+        buckets = np.asarray(times_ms, dtype=np.int64) // HOUR_MS  # floor division, like Python's //
+        first = int(buckets[0])
+        if buckets[-1] == first and bool((buckets == first).all()):
             self._append(first, pa.Table.from_batches([batch]))
             return
         table = pa.Table.from_batches([batch])
-        bucket_array = pa.array(buckets, pa.int64())
-        import pyarrow.compute as pc
-
-        for bucket in sorted(set(buckets)):
-            self._append(bucket, table.filter(pc.equal(bucket_array, bucket)))
+        for bucket in np.unique(buckets):  # sorted
+            self._append(int(bucket), table.filter(pa.array(buckets == bucket)))
 
     def add_errors(self, rows: list[tuple]) -> None:
         self._errors.extend(rows)
@@ -119,7 +120,10 @@ class RangeWriter:
         tables = self._buffers.get(bucket)
         if not tables:
             return
-        table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        # one contiguous chunk per column: how the rows arrived (fetch sizes, vectorised or
+        # per-record decoding) must not show in the file (the Parquet writer's page breaks
+        # follow the Arrow chunks it is given)
+        table = (pa.concat_tables(tables) if len(tables) > 1 else tables[0]).combine_chunks()
         rgs = self.row_group_size
         full = (table.num_rows // rgs) * rgs
         upto = table.num_rows if final else full
