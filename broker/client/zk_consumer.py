@@ -204,6 +204,11 @@ class KafkaStream:
                         info.consumed_offset = message[2] + 1  # type: ignore[union-attr]
                         return message
                 self._chunk = None
+            self._take_chunk()
+
+    def _take_chunk(self) -> None:
+        """Block until the next fetched chunk with messages not yet handed out is current."""
+        while True:
             try:
                 item = self.queue.get(timeout=self._timeout)
             except queue.Empty:
@@ -222,6 +227,7 @@ class KafkaStream:
             self._info = info
             self._chunk = messages
             self._pos = 0
+            return
 
     def next_chunk(self) -> list[MessageAndMetadata]:
         """The next messages in bulk: the rest of the chunk being iterated, else the next fetched
@@ -241,24 +247,7 @@ class KafkaStream:
                     self._pos = len(chunk)
                     info.consumed_offset = rest[-1][2] + 1  # type: ignore[union-attr]
                     return rest
-            try:
-                item = self.queue.get(timeout=self._timeout)
-            except queue.Empty:
-                raise ConsumerTimeoutException(self._connector._timeout_message(self)) from None
-            if item is _SHUTDOWN:
-                self.queue.put(_SHUTDOWN)  # stay ended
-                raise StopIteration
-            info, messages = item
-            if info.stale:
-                continue
-            # skip what was already handed out (a refetch after an error)
-            if info.consumed_offset is not None and messages[0][2] < info.consumed_offset:
-                messages = [m for m in messages if m[2] >= info.consumed_offset]
-                if not messages:
-                    continue
-            self._info = info
-            self._chunk = messages
-            self._pos = 0
+            self._take_chunk()
 
     def clear(self) -> None:
         """Drop queued chunks and the chunk being iterated (rebalance)."""

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
-from broker.protocol.errors import ErrorCode, InvalidRequestError
+from broker.protocol.errors import InvalidRequestError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
+from broker.server.handlers.create_topics import topic_result
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -28,16 +29,8 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Defe
             broker.topics.create_partitions(topic["name"], topic["count"], assignment, request.get("validate_only", False))
         )
     d = defer.DeferredList(attempts, consumeErrors=True)
-    d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(t["name"], r) for t, r in zip(topics, results)]})
+    d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [topic_result(t["name"], r) for t, r in zip(topics, results)]})
     return d
-
-
-def _result(name: str, outcome: tuple[bool, Any]) -> dict:
-    ok, value = outcome
-    if ok:
-        return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
-    exc = value.value
-    return {"name": name, "error_code": getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR), "error_message": str(exc)}
 
 
 HANDLER = Handler(ApiKey.CREATE_PARTITIONS, 0, 1, handle)

@@ -38,11 +38,12 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Defe
             )
         )
     d = defer.DeferredList(attempts, consumeErrors=True)
-    d.addCallback(lambda results: {"throttle_time_ms": 0, "topics": [_result(t["name"], r) for t, r in zip(topics, results)]})
+    d.addCallback(lambda results: {"throttle_time_ms": 0, "topics": [topic_result(t["name"], r) for t, r in zip(topics, results)]})
     return d
 
 
-def _result(name: str, outcome: tuple[bool, Any]) -> dict:
+def topic_result(name: str, outcome: tuple[bool, Any]) -> dict:
+    """A per-topic admin result: no error, or the failure's Kafka code and message."""
     ok, value = outcome
     if ok:
         return {"name": name, "error_code": ErrorCode.NONE, "error_message": None}
