@@ -976,25 +976,29 @@ def render(result: dict[str, Any]) -> str:
                 w(f"{phase:<10}{n:>6}{ph['records']:>11,}{ph['seconds']:>9.2f}{ph['records_s']:>12,}{ph['mb_s']:>8.1f}"
                   f"{aim:>10,}{ok:>8}{_cores(cpu.get('broker_cores')):>12}{_cores(cpu.get('client_cores')):>12}"
                   f"{_cores(cpu.get('other_cores')):>11}")
+        if any(run.get("latency") for run in result["runs"]):
+            w("")
+            hdr = (f"{'latency':<9}{'parts':>6}{'linger':>7}{'rate/s':>8}{'records':>9}{'p50 ms':>8}{'p99 ms':>8}"
+                   f"{'p99.9 ms':>9}{'max ms':>8}{'aim p99':>8}{'':>8}{'broker CPU':>11}{'client CPU':>11}{'other CPU':>10}"
+                   f"{'ack p50/p99 ms':>16}")
+            w(hdr)
+            w("-" * len(hdr))
+            for run in result["runs"]:
+                for la in run.get("latency", []):
+                    ok = ("met" if la["p99_ms"] <= AIM_P99_MS else "MISSED") + ("*" if la.get("contaminated") else "")
+                    cpu = la.get("cpu", {})
+                    w(f"{'e2e':<9}{run['partitions']:>6}{la['settings']['producer']['linger.ms']:>7}{la['achieved_rate']:>8,}"
+                      f"{la['received']:>9,}{la['p50_ms']:>8.2f}{la['p99_ms']:>8.2f}{la['p999_ms']:>9.2f}{la['max_ms']:>8.2f}"
+                      f"{AIM_P99_MS:>8g}{ok:>8}{_cores(cpu.get('broker_cores')):>11}{_cores(cpu.get('client_cores')):>11}"
+                      f"{_cores(cpu.get('other_cores')):>10}"
+                      f"{la['produce_ack']['p50_ms']:>8.2f}/{la['produce_ack']['p99_ms']:<7.2f}")
         w("")
-        hdr = (f"{'latency':<9}{'parts':>6}{'linger':>7}{'rate/s':>8}{'records':>9}{'p50 ms':>8}{'p99 ms':>8}"
-               f"{'p99.9 ms':>9}{'max ms':>8}{'aim p99':>8}{'':>8}{'broker CPU':>11}{'client CPU':>11}{'other CPU':>10}"
-               f"{'ack p50/p99 ms':>16}")
-        w(hdr)
-        w("-" * len(hdr))
-        for run in result["runs"]:
-            for la in run.get("latency", []):
-                ok = ("met" if la["p99_ms"] <= AIM_P99_MS else "MISSED") + ("*" if la.get("contaminated") else "")
-                cpu = la.get("cpu", {})
-                w(f"{'e2e':<9}{run['partitions']:>6}{la['settings']['producer']['linger.ms']:>7}{la['achieved_rate']:>8,}"
-                  f"{la['received']:>9,}{la['p50_ms']:>8.2f}{la['p99_ms']:>8.2f}{la['p999_ms']:>9.2f}{la['max_ms']:>8.2f}"
-                  f"{AIM_P99_MS:>8g}{ok:>8}{_cores(cpu.get('broker_cores')):>11}{_cores(cpu.get('client_cores')):>11}"
-                  f"{_cores(cpu.get('other_cores')):>10}"
-                  f"{la['produce_ack']['p50_ms']:>8.2f}/{la['produce_ack']['p99_ms']:<7.2f}")
-        w("")
-        w("producer: acks=1, linger.ms=5, batch.num.messages=10000, batch.size=1000000 (librdkafka defaults), "
-          "poll(0) every 1024 records; consumer: fetch.queue.backoff.ms=0, queued.min.messages=1000000, "
-          "other settings librdkafka defaults")
+        pset = next((r["produce"]["settings"] for r in result["runs"] if r.get("produce")), {})
+        cset = next((r["consume"]["settings"] for r in result["runs"] if r.get("consume")), {})
+        w(f"producer: acks={pset.get('acks')}, linger.ms={pset.get('linger.ms')}, "
+          f"batch.num.messages={pset.get('batch.num.messages')}, batch.size={pset.get('batch.size')}, "
+          f"poll(0) every 1024 records; consumer: fetch.queue.backoff.ms={cset.get('fetch.queue.backoff.ms')}, "
+          f"queued.min.messages={cset.get('queued.min.messages')}, other settings librdkafka defaults")
         extra = {**result["settings"]["producer_config"], **result["settings"]["consumer_config"]}
         if extra:
             w(f"settings changed on the command line: producer {result['settings']['producer_config']}, "
