@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.cluster.zk import PartitionState, ZkClient
+from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 #: Fast failure detection and ISR changes for tests.
 FAST = {
@@ -20,15 +21,6 @@ FAST = {
 }
 
 
-def wait_until(condition: Callable[[], object], timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -11,20 +11,12 @@ from typing import Callable, Iterator
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 GROUP_BROKER = {"group.initial.rebalance.delay.ms": "0"}
 SESSION_MS = 6000
 
 
-def wait_until(condition: Callable[[], object], timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 def unique(prefix: str) -> str:

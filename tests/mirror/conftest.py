@@ -24,21 +24,13 @@ from broker.client.simple_consumer import SimpleConsumer
 from broker.cluster.local import BrokerProcess, write_properties
 from broker.cluster.net import free_port
 from mirror.origin import origins
+from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = {"replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "200",
         "zookeeper.session.timeout.ms": "6000"}
 
 
-def wait_until(cond: Callable[[], object], timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 class Cluster:
