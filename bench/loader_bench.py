@@ -10,11 +10,13 @@
 2. the load: ``Loader.run()`` (plan -> one Spark task per partition range -> fetch with the
    SimpleConsumer -> JSON decode (vectorised: pyarrow's JSON reader per fetched chunk) ->
    Parquet (snappy) -> manifest), wall time, records/s;
-3. fetch-only: the same ranges, the same Spark tasks, reading with the SimpleConsumer
-   (PartitionReader: fetch + record parsing) and dropping the messages;
-4. write-only: the same ranges, the same Spark tasks, the same values built in memory in
-   each task (not timed: each task reports its build time, subtracted per task), then
-   decoded and written as Parquet exactly as the load does (Decoder + RangeWriter);
+3. fetch-only: the same ranges, the same Spark tasks, reading exactly as the load reads
+   (PartitionReader: SimpleConsumer.fetch_raw + pipelines.record_columns) and dropping the
+   chunks;
+4. write-only: the same ranges, the same Spark tasks, the same records built in memory in
+   each task as the chunks the reader yields (not timed: each task reports its build time,
+   subtracted per task), then decoded and written as Parquet exactly as the load does
+   (Decoder + RangeWriter);
 5. the ratio load / min(fetch-only, write-only) and the split of task time (fetch, decode,
    write) reported by the load's own tasks.
 
@@ -102,6 +104,7 @@ def write_only(spark, tasks, ctx, out_url: str) -> tuple[float, int, float]:
     def run(_i, items):
         from broker.client.simple_consumer import MessageAndMetadata
         from pipelines.config import TopicSpec
+        from pipelines.record_columns import RecordChunk
         from pipelines.decoders import Decoder
         from pipelines.fs import open_fs
         from pipelines.writer import RangeWriter
@@ -114,10 +117,10 @@ def write_only(spark, tasks, ctx, out_url: str) -> tuple[float, int, float]:
                 chunk.append(MessageAndMetadata(t.topic, t.partition, off, None, event_value(t.partition, off), [],
                                                 BASE_MS + off * 10))
                 if len(chunk) == 5000:
-                    chunks.append(chunk)
+                    chunks.append(RecordChunk.from_messages(t.topic, t.partition, chunk))
                     chunk = []
             if chunk:
-                chunks.append(chunk)
+                chunks.append(RecordChunk.from_messages(t.topic, t.partition, chunk))
             build = time.monotonic() - b0
             w0 = time.monotonic()
             decoder = Decoder(TopicSpec.from_dict(t.topic, t.spec))

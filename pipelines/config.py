@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,6 +19,7 @@ FORMATS = ("raw", "utf8", "json")
 FIELD_TYPES = ("string", "int", "long", "float", "double", "boolean", "timestamp", "binary", "json")
 RESET_POLICIES = ("earliest", "latest")
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
+PARQUET_WRITERS = ("python", "spark")
 RECORD_TIMESTAMP = "timestamp"  # the time field meaning "the record's own timestamp"
 
 
@@ -89,6 +91,15 @@ class ResetPolicy:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """Where a committed run's counts are pushed (``metrics:``); no pushgateway: not pushed."""
+
+    pushgateway: str | None = None      # http(s)://host:port of a Prometheus Pushgateway
+    job: str = "logbus_loader"          # the pushgateway's job label
+    instance: str | None = None         # its instance label; None: the run's topic group
+
+
+@dataclass(frozen=True)
 class LoaderConfig:
     bootstrap_servers: str | None
     zookeeper_connect: str | None
@@ -102,6 +113,7 @@ class LoaderConfig:
     max_error_ratio: float = 0.0
     parquet_compression: str = "snappy"
     row_group_size: int = 128 * 1024
+    parquet_writer: str = "python"        # python: each task writes its files; spark: Spark's Hadoop writer
     spark_master: str = "local[*]"
     spark_app_name: str = "logbus-loader"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -110,6 +122,7 @@ class LoaderConfig:
     source: str = "<dict>"
     groups: tuple[GroupSpec, ...] = ()    # none configured: one group "all" with every topic
     airflow: Mapping[str, Any] = field(default_factory=dict)  # catchup, start_date, load, spark_submit
+    metrics: MetricsConfig = MetricsConfig()
 
     def spec_for(self, topic: str) -> TopicSpec | None:
         for spec in self.topics:
@@ -155,7 +168,7 @@ def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
 # --- parsing -----------------------------------------------------------------------------------
 
 _TOP_KEYS = {"cluster", "warehouse", "topics", "reset", "out_of_range", "max_range_records", "max_error_ratio",
-             "fetch", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow"}
+             "fetch", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow", "metrics"}
 
 
 def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoaderConfig:
@@ -231,7 +244,8 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     if compression not in ("none", "snappy", "gzip", "zstd", "lz4", "brotli"):
         raise ConfigError("parquet.compression", f"{compression!r} is not one of none, snappy, gzip, zstd, lz4, brotli")
     row_group = _int(parquet, "row_group_size", 128 * 1024, minimum=1, prefix="parquet.")
-    _no_unknown(parquet, {"compression", "row_group_size"}, "parquet.")
+    writer = _parquet_writer(parquet.get("writer"), scheme, compression)
+    _no_unknown(parquet, {"compression", "row_group_size", "writer"}, "parquet.")
 
     spark = _mapping(raw, "spark")
     master = spark.get("master", "local[*]")
@@ -257,9 +271,9 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         bootstrap_servers=bootstrap, zookeeper_connect=str(zk) if zk else None, warehouse=warehouse.rstrip("/"),
         topics=topics, reset=reset, out_of_range=oor, max_range_records=max_range, fetch_max_bytes=fetch_max,
         request_timeout_ms=request_timeout, max_error_ratio=float(ratio),
-        parquet_compression=compression, row_group_size=row_group, spark_master=master, spark_app_name=app_name,
+        parquet_compression=compression, row_group_size=row_group, parquet_writer=writer, spark_master=master, spark_app_name=app_name,
         spark_conf={str(k): str(v) for k, v in conf.items()}, webhdfs_user=webhdfs.get("user"),
-        schedule=schedule, source=source, airflow=airflow,
+        schedule=schedule, source=source, airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")),
     )
     groups = _groups(raw.get("groups"))
     if groups:
@@ -268,6 +282,48 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
             for i, entry in enumerate(g.topics):
                 _group_spec(cfg, entry, f"groups.{g.name}.topics[{i}]")
     return cfg
+
+
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+
+
+def _metrics(raw: Mapping) -> MetricsConfig:
+    """``metrics: {pushgateway: http://host:9091, job: logbus_loader, instance: ...}``."""
+    _no_unknown(raw, {"pushgateway", "job", "instance"}, "metrics.")
+    url = raw.get("pushgateway")
+    if url is not None:
+        url = str(url).rstrip("/")
+        parts = urllib.parse.urlsplit(url)
+        try:
+            port_ok = parts.port is None or 0 < parts.port
+        except ValueError:
+            port_ok = False
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or parts.query or parts.fragment:
+            raise ConfigError("metrics.pushgateway", f"{url!r} is not a pushgateway URL (http://host:9091)")
+    out = {"pushgateway": url}
+    for key in ("job", "instance"):
+        value = raw.get(key)
+        if value is not None:
+            if not _LABEL_VALUE.fullmatch(str(value)):
+                raise ConfigError(f"metrics.{key}", f"{value!r} must be 1-200 letters, digits, _ . : -")
+            out[key] = str(value)
+    return MetricsConfig(**out)
+
+
+def _parquet_writer(value: Any, scheme: str, compression: str) -> str:
+    """``python`` (each task writes Parquet with pyarrow) or ``spark`` (Spark's Hadoop writer, the
+    only one that reaches hdfs://); unset: ``spark`` for hdfs://, else ``python``."""
+    if value is None:
+        value = "spark" if scheme == "hdfs" else "python"
+    if value not in PARQUET_WRITERS:
+        raise ConfigError("parquet.writer", f"{value!r} is not one of {', '.join(PARQUET_WRITERS)}")
+    if value == "python" and scheme == "hdfs":
+        raise ConfigError("parquet.writer", "python cannot write an hdfs:// warehouse (pyarrow has no libhdfs here): "
+                                            "use spark, or webhdfs:// for the same cluster")
+    if value == "spark" and compression == "brotli":
+        raise ConfigError("parquet.compression", "brotli is not built into Spark's Parquet writer (parquet.writer: "
+                                                 "spark): use none, snappy, gzip, zstd or lz4")
+    return value
 
 
 def _groups(raw: Any) -> tuple[GroupSpec, ...]:
@@ -447,7 +503,7 @@ def _deep_copy(value: Any) -> Any:
 def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
     """``cluster.bootstrap.servers`` -> raw['cluster']['bootstrap.servers'] (Kafka keys keep their dots)."""
     head, _, rest = dotted.partition(".")
-    if not rest or head not in ("cluster", "spark", "fetch", "parquet", "webhdfs"):
+    if not rest or head not in ("cluster", "spark", "fetch", "parquet", "webhdfs", "metrics"):
         raw[dotted] = value
         return
     section = raw.setdefault(head, {})

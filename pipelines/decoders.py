@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from pipelines.config import RECORD_TIMESTAMP, TopicSpec
+from pipelines.record_columns import RecordChunk
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 TS_TYPE = pa.timestamp("ms", tz="UTC")
@@ -127,13 +128,20 @@ class Decoder:
             self._not_null = [f.required or f.name == spec.time_field for f in spec.schema]
             self._prefixes = pa.array([], pa.binary())
 
-    def decode(self, messages: Sequence) -> tuple[pa.RecordBatch | None, list[int], list[tuple]]:
-        """(batch of good rows, their partition times in ms, error rows for ERROR_SCHEMA)."""
-        if self.vectorised and messages:
-            out = self._decode_json_vectorised(messages)
+    def decode(self, records: RecordChunk | Sequence) -> tuple[pa.RecordBatch | None, list[int], list[tuple]]:
+        """(batch of good rows, their partition times in ms, error rows for ERROR_SCHEMA).
+
+        ``records``: a RecordChunk, or MessageAndMetadata-like records of one partition."""
+        if not isinstance(records, RecordChunk):
+            if not len(records):
+                return None, [], []
+            records = RecordChunk.from_messages(records[0].topic, records[0].partition, records)
+        if self.vectorised and len(records):
+            out = self._decode_json_vectorised(records)
             if out is not None:
                 self.chunks_vectorised += 1
                 return out
+        messages = records.messages()
         errors: list[tuple] = []
         good = messages
         fmt = self.spec.format
@@ -177,7 +185,7 @@ class Decoder:
             self._prefixes = pa.array([b'{"__i":%d,"__v":' % i for i in range(cap)], pa.binary())
         return self._prefixes.slice(0, n)
 
-    def _decode_json_vectorised(self, messages: Sequence):
+    def _decode_json_vectorised(self, chunk: RecordChunk):
         """The whole chunk parsed by pyarrow's JSON reader, or None when any value in it would not
         decode (the caller then takes the per-record path, which sorts out the bad values).
 
@@ -187,11 +195,10 @@ class Decoder:
         taken from the wrong record. The types are strict like the per-record path: a number in a
         string field, a float or an out-of-range number in an int field, a string timestamp, a
         duplicate key, invalid UTF-8 anywhere in the value, a missing required field: all None."""
-        n = len(messages)
-        columns = _transpose(messages)
+        n = len(chunk)
         try:
-            values = pa.array(columns[4], pa.binary())
-            if isinstance(values, pa.ChunkedArray) or values.null_count:  # (chunked: over 2 GB)
+            values = chunk.values
+            if values.null_count:
                 return None
             values.cast(pa.string())  # UTF-8 validation of every whole value (json.loads decodes it all)
             lines = pc.binary_join_element_wise(self._prefixes_for(n), values, _WRAP_SUFFIX, b"")
@@ -220,7 +227,7 @@ class Decoder:
             if column.type != fld.type:
                 column = column.cast(fld.type, safe=spec_field.type != "float")  # float: double -> float32 rounding
             value_columns.append(column)
-        arrays, raw_ts = _base_from_columns(columns)
+        arrays, raw_ts = _base_from_chunk(chunk)
         batch = pa.RecordBatch.from_arrays(arrays + value_columns, schema=self.schema)
         if self.time_index is None:
             times = raw_ts.fill_null(0)
@@ -277,38 +284,27 @@ def _base_arrays(good: Sequence, ts: list) -> list[pa.Array]:
     ]
 
 
-_MSG_FIELDS = ("topic", "partition", "offset", "key", "value", "headers", "timestamp")
-
-
-def _transpose(messages: Sequence) -> list[Sequence]:
-    """The records' fields as columns, in _MSG_FIELDS order (one pass in C for the consumer's
-    MessageAndMetadata named tuples)."""
-    if all(getattr(type(m), "_fields", None) == _MSG_FIELDS for m in (messages[0], messages[-1])):
-        columns = list(zip(*messages))
-        if len(columns) == len(_MSG_FIELDS) and len(columns[0]) == len(messages):
-            return columns
-    return [[getattr(m, name) for m in messages] for name in _MSG_FIELDS]
-
-
-def _base_from_columns(columns: list[Sequence]) -> tuple[list[pa.Array], pa.Array]:
-    """The loader's own columns from transposed records, and the record timestamps as int64 with
-    a negative (none) as null: the same arrays _base_arrays builds."""
-    topics, partitions, offsets, keys, _values, headers, stamps = columns
-    raw_ts = pa.array(stamps, pa.int64())
-    if pc.min(raw_ts).as_py() < 0:
-        raw_ts = pc.if_else(pc.less(raw_ts, 0), pa.scalar(None, pa.int64()), raw_ts)
-    return [pa.array(topics, pa.string()), pa.array(partitions, pa.int32()), pa.array(offsets, pa.int64()),
-            raw_ts.cast(TS_TYPE), pa.array(keys, pa.binary()), _headers_array(headers)], raw_ts
+def _base_from_chunk(chunk: RecordChunk) -> tuple[list[pa.Array], pa.Array]:
+    """The loader's own columns of a chunk, and the record timestamps as int64 with a negative
+    (none) as null: the same arrays _base_arrays builds from records."""
+    n = len(chunk)
+    stamps = chunk.timestamps
+    raw_ts = pa.array(stamps, pa.int64(), mask=stamps < 0) if (stamps < 0).any() else pa.array(stamps, pa.int64())
+    return [pa.array([chunk.topic], pa.string()).take(np.zeros(n, np.int32)),
+            pa.array(np.full(n, chunk.partition, np.int32)), pa.array(chunk.offsets, pa.int64()),
+            raw_ts.cast(TS_TYPE), chunk.keys, _headers_array(chunk.headers, n)], raw_ts
 
 
 _NO_HEADERS = pa.array([], HEADER_TYPE.value_type)
 
 
-def _headers_array(headers: Sequence) -> pa.Array:
-    if any(headers):
+def _headers_array(headers: Sequence | None, n: int | None = None) -> pa.Array:
+    """The headers column; ``headers`` None means ``n`` records without headers."""
+    if headers is not None and any(headers):
         return pa.array([[(k, v) for k, v in h] if h else [] for h in headers], HEADER_TYPE)
     # the common case, no record has headers: n empty (not null) lists without a Python list each
-    return pa.ListArray.from_arrays(pa.array(np.zeros(len(headers) + 1, dtype=np.int32)), _NO_HEADERS, type=HEADER_TYPE)
+    n = len(headers) if headers is not None else n
+    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), _NO_HEADERS, type=HEADER_TYPE)
 
 
 def _error_row(m, reason: str) -> tuple:

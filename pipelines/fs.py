@@ -5,7 +5,7 @@
   (from the Python tasks) the data files; a rename is the commit (HDFS renames do not
   overwrite, so the old file is deleted first).
 - ``hdfs://namenode:8020/path``  Hadoop's own client inside Spark's JVM (py4j), on the driver.
-  Data for ``hdfs://`` is written by Spark's Hadoop writer (see ``pipelines.job``).
+  Data for ``hdfs://`` is written by Spark's Hadoop writer (see ``pipelines.hadoop_writer``).
 
 Every path handed to these classes is relative to the warehouse root, with ``/`` separators.
 """
@@ -210,6 +210,8 @@ class HadoopFS(WarehouseFS):
         conf = spark._jsc.hadoopConfiguration()
         self._Path = self._jvm.org.apache.hadoop.fs.Path
         self._fs = self._Path(self.url).getFileSystem(conf)
+        if self._fs.getScheme() == "file":  # no .crc sidecars: a later plain rename over the file would leave them stale
+            self._fs = self._fs.getRawFileSystem()
 
     def _p(self, path: str):
         return self._Path(self.uri(path)) if path else self._Path(self.url)

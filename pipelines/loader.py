@@ -28,6 +28,7 @@ from typing import Any, Mapping, TextIO
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
 from pipelines.fs import open_fs
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
+from pipelines.metrics_push import push_run
 from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs, select_topics
 from pipelines.task import LoadError, OutOfRangeError, RangeTask, TaskContext
 
@@ -210,20 +211,17 @@ class Loader:
             inject={k: v for k, v in self.inject.items() if k in ("fail_after_write", "fetch_delay_ms")},
         )
 
-    def _check_writable(self) -> None:
-        if self.config.warehouse.startswith("hdfs://"):
-            raise LoadError("hdfs:// data is written by Spark's Hadoop client, which this version does not do yet: "
-                            "use webhdfs://namenode:9870/path for the same HDFS")
-
     def load(self, plan: Plan, tasks: list[RangeTask] | None = None) -> list[dict]:
         """Run the plan's ranges as Spark tasks (only ``tasks`` if given); returns their stats."""
-        self._check_writable()
         tasks = plan.tasks() if tasks is None else tasks
         if not tasks:
             return []
-        from pipelines.job import run_tasks
         from pipelines.progress import ProgressServer
 
+        if self.config.parquet_writer == "spark":  # hdfs://, or asked for: Spark's Hadoop client writes the data
+            from pipelines.hadoop_writer import load_ranges as run_tasks
+        else:
+            from pipelines.job import run_tasks
         spark = self.spark
         if self.progress is not None:
             host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
@@ -274,6 +272,7 @@ class Loader:
                                  extra=extra)
             self.store.write_manifest(doc)
             manifests.append(doc)
+        push_run(self.config, manifests)  # metrics.pushgateway; a failed push only logs a warning
         return manifests
 
     def _execute(self, plan: Plan) -> RunResult:

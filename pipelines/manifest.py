@@ -22,7 +22,7 @@ from typing import Iterable
 import pyarrow.parquet as pq
 
 from pipelines.fs import LocalFS, WarehouseFS
-from pipelines.writer import parse_file_name
+from pipelines.writer import commit_record_path, parse_file_name
 
 OFFSETS = "_offsets"
 
@@ -164,6 +164,8 @@ class OffsetStore:
                 entry["expected_files"] = -1  # unreadable: incomplete
                 continue
             commit = json.loads(meta.metadata.get(b"logbus.commit", b"{}")) if meta.metadata else {}
+            if not commit:  # written by Spark's Parquet writer: the summary is a file of its own
+                commit = self._commit_record(topic, partition, start, end)
             entry["expected_files"] = commit.get("files", entry["expected_files"])
             entry["expects_errors"] = bool(commit.get("errors"))
             entry["gaps"] = commit.get("gaps", [])
@@ -183,6 +185,13 @@ class OffsetStore:
                                  and len(entry["files"]) == entry["expected_files"]
                                  and entry["has_errors_file"] == entry["expects_errors"])
         return found
+
+    def _commit_record(self, topic: str, partition: int, start: int, end: int) -> dict:
+        try:
+            doc = json.loads(self.fs.read_bytes(commit_record_path(topic, partition, start, end)))
+        except (FileNotFoundError, ValueError):
+            return {}
+        return doc if isinstance(doc, dict) else {}
 
     def _footer(self, path: str):
         if isinstance(self.fs, LocalFS):
@@ -244,7 +253,7 @@ def _ts_stats(meta) -> tuple[int | None, int | None]:
 def _partition_result(partition: int, start: int, end: int, reason: str) -> dict:
     return {"partition": partition, "start": start, "end": end, "next": end, "reason": reason, "ranges": [],
             "count": 0, "errors": 0, "bytes": 0, "min_ts": None, "max_ts": None, "files": [], "gaps": [],
-            "status": "loaded"}
+            "seconds": 0.0, "status": "loaded"}
 
 
 def _add_entry(p: dict, entry: dict) -> None:
@@ -253,6 +262,7 @@ def _add_entry(p: dict, entry: dict) -> None:
     p["bytes"] += entry["bytes"]
     p["files"] += [f["path"] for f in entry["files"]]
     p["gaps"] += [list(g) for g in entry.get("gaps", [])]
+    p["seconds"] = round(p.get("seconds", 0.0) + (entry.get("seconds") or 0.0), 3)
     for k, fn in (("min_ts", min), ("max_ts", max)):
         if entry.get(k) is not None:
             p[k] = entry[k] if p[k] is None else fn(p[k], entry[k])
@@ -265,6 +275,7 @@ def totals(partitions: list[dict]) -> dict:
         "bytes": sum(p["bytes"] for p in partitions),
         "offsets": sum(p["end"] - p["start"] for p in partitions),
         "files": sum(len(p["files"]) for p in partitions),
+        "seconds": round(sum(p.get("seconds") or 0.0 for p in partitions), 3),  # task-seconds, summed
     }
 
 
@@ -288,7 +299,7 @@ def build_manifest(plan_doc: dict, results: list[dict], kind: str = "load", extr
             statuses.add(r.get("status", "loaded"))
             _add_entry(p, {"rows": r["count"], "errors": r["errors"], "bytes": r["bytes"],
                            "files": r["files"], "gaps": r.get("gaps", []), "min_ts": r.get("min_ts"),
-                           "max_ts": r.get("max_ts")})
+                           "max_ts": r.get("max_ts"), "seconds": r.get("seconds")})
         if "topic_deleted" in statuses:
             p["status"] = "topic_deleted"
             p["next"] = p["start"]
@@ -301,6 +312,8 @@ def build_manifest(plan_doc: dict, results: list[dict], kind: str = "load", extr
         "max_range_records": plan_doc.get("max_range_records"), "partitions": partitions,
     }
     doc["totals"] = totals(partitions)
+    # plan to commit (with Airflow: load and validation too; a resumed run: the time it waited)
+    doc["duration_ms"] = doc["committed_ms"] - doc["planned_ms"] if doc["planned_ms"] else None
     if extra:
         doc.update(extra)
     return doc

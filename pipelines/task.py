@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Iterator
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import (
@@ -30,6 +31,7 @@ from broker.protocol.errors import (
 )
 
 from pipelines.config import TopicSpec
+from pipelines.record_columns import RecordChunk, decode_chunk
 
 
 class LoadError(Exception):
@@ -147,8 +149,8 @@ class PartitionReader:
         return (c.get_offsets_before(self.topic, self.partition, EARLIEST_TIME)[0],
                 c.get_offsets_before(self.topic, self.partition, LATEST_TIME)[0])
 
-    def read(self, start: int, end: int, gaps: list | None = None):
-        """Yield lists of messages with offsets in [start, end), in order.
+    def read(self, start: int, end: int, gaps: list | None = None) -> Iterator[RecordChunk]:
+        """Yield RecordChunks of the records with offsets in [start, end), in order.
 
         Out of range: with policy ``earliest`` the skipped offsets are appended to ``gaps``
         as (from, to) and reading goes on from the log start; otherwise OutOfRangeError.
@@ -161,7 +163,7 @@ class PartitionReader:
             if delay:
                 time.sleep(delay)
             try:
-                ms = self.consumer_().fetch(self.topic, self.partition, offset, max_bytes)
+                fetched = self.consumer_().fetch_raw(self.topic, self.partition, offset, max_bytes)
             except OffsetOutOfRangeError:
                 earliest, latest = self.bounds()
                 if offset < earliest and self.ctx.out_of_range == "earliest":
@@ -185,16 +187,17 @@ class PartitionReader:
                 time.sleep(min(0.1 * failures, 1.0))
                 continue
             failures = 0
-            if ms and ms[-1].offset >= end:
-                yield [m for m in ms if m.offset < end]
+            chunk = decode_chunk(self.topic, self.partition, fetched.records, offset)
+            if len(chunk) and chunk.last_offset >= end:
+                yield chunk.up_to(end)
                 return
-            if ms:
-                yield ms
-            if ms.next_offset > offset:
-                offset = ms.next_offset
-            elif ms.high_watermark >= 0 and ms.high_watermark <= offset:
-                raise LoadError(f"{self.topic}-{self.partition}: the high watermark is {ms.high_watermark}, below the "
-                                f"planned end {end} (was the log truncated by an unclean leader election?)")
+            if len(chunk):
+                yield chunk
+            if chunk.next_offset > offset:
+                offset = chunk.next_offset
+            elif fetched.high_watermark >= 0 and fetched.high_watermark <= offset:
+                raise LoadError(f"{self.topic}-{self.partition}: the high watermark is {fetched.high_watermark}, below "
+                                f"the planned end {end} (was the log truncated by an unclean leader election?)")
             else:
                 max_bytes = min(max_bytes * 2, 1 << 30)  # a batch larger than max_bytes: ask for more
 
@@ -263,56 +266,91 @@ class _Prefetcher:
             self.thread.join()
 
 
-def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
-    """Load one range; returns its stats (JSON-able). Raises on failure (Spark retries)."""
-    from pipelines.decoders import Decoder
-    from pipelines.fs import open_fs
-    from pipelines.writer import RangeWriter
-
-    t0 = time.monotonic()
-    spec = TopicSpec.from_dict(task.topic, task.spec)
-    decoder = Decoder(spec)
-    fs = open_fs(ctx.warehouse, user=ctx.webhdfs_user)
-    stats = {
+def new_stats(task: RangeTask) -> dict:
+    """A range's stats before it is loaded (what both writers fill in and the manifest reads)."""
+    return {
         "index": task.index, "topic": task.topic, "partition": task.partition, "start": task.start, "end": task.end,
         "count": 0, "errors": 0, "bytes": 0, "files": [], "min_ts": None, "max_ts": None, "gaps": [],
         "status": "loaded", "fetch_s": 0.0, "decode_s": 0.0, "write_s": 0.0, "leader_changes": 0,
     }
+
+
+class RangeScan:
+    """The fetch -> decode loop of one range, shared by the Python writer (``run_range``) and the
+    Hadoop writer (``pipelines.hadoop_writer``): iterating yields each chunk's ``(batch, times, bad)``
+    as ``Decoder.decode`` returns them; counts, time bounds, gaps and timings are kept for ``stats()``."""
+
+    def __init__(self, task: RangeTask, ctx: TaskContext) -> None:
+        from pipelines.decoders import Decoder
+
+        self.task, self.ctx = task, ctx
+        self.decoder = Decoder(TopicSpec.from_dict(task.topic, task.spec))
+        self.reader = PartitionReader(ctx, task.topic, task.partition)
+        self.progress = _Progress(ctx.progress_addr, task.index)
+        self.gaps: list = []
+        self.count = self.errors = 0
+        self.min_ts = self.max_ts = None
+        self.fetch_s = self.decode_s = 0.0
+        self._chunks: _Prefetcher | None = None
+
+    def __iter__(self):
+        task = self.task
+        self._chunks = chunks = _Prefetcher(self.reader.read(task.start, task.end, self.gaps), self.ctx.prefetch_chunks)
+        while True:
+            f0 = time.monotonic()
+            chunk = chunks.next()
+            f1 = time.monotonic()
+            self.fetch_s += f1 - f0
+            if chunk is None:
+                return
+            batch, times, bad = self.decoder.decode(chunk)
+            self.errors += len(bad)
+            if batch is not None:
+                self.count += batch.num_rows
+                bounds = _timestamp_bounds(chunk)
+                if bounds is not None:
+                    lo, hi = bounds
+                    self.min_ts = lo if self.min_ts is None else min(self.min_ts, lo)
+                    self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
+            yield batch, times, bad
+            self.decode_s += time.monotonic() - f1  # decoding plus the caller's handling of the chunk
+            self.progress.send(chunk.last_offset + 1 if len(chunk) else task.start, self.count + self.errors)
+
+    def close(self) -> None:
+        if self._chunks is not None:
+            self._chunks.close()
+        self.reader.close()
+        self.progress.send(self.task.end, self.count + self.errors, done=True)
+        self.progress.close()
+
+    def stats(self) -> dict:
+        return {"count": self.count, "errors": self.errors, "min_ts": self.min_ts, "max_ts": self.max_ts,
+                "gaps": self.gaps, "fetch_s": round(self.fetch_s, 3), "decode_s": round(self.decode_s, 3),
+                "leader_changes": self.reader.leader_changes, "chunks_vectorised": self.decoder.chunks_vectorised,
+                "chunks_per_record": self.decoder.chunks_per_record}
+
+
+def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
+    """Load one range; returns its stats (JSON-able). Raises on failure (Spark retries)."""
+    from pipelines.fs import open_fs
+    from pipelines.writer import RangeWriter
+
+    t0 = time.monotonic()
+    stats = new_stats(task)
     if task.end <= task.start:
         stats["status"] = "empty"
         return stats
-    progress = _Progress(ctx.progress_addr, task.index)
-    writer = RangeWriter(fs, task.topic, task.partition, task.start, task.end, decoder.schema,
+    fs = open_fs(ctx.warehouse, user=ctx.webhdfs_user)
+    scan = RangeScan(task, ctx)
+    writer = RangeWriter(fs, task.topic, task.partition, task.start, task.end, scan.decoder.schema,
                          ctx.compression, ctx.row_group_size)
-    reader = PartitionReader(ctx, task.topic, task.partition)
-    gaps: list = []
-    count = errors = 0
-    min_ts = max_ts = None
-    fetch_s = decode_s = 0.0
-    chunks = _Prefetcher(reader.read(task.start, task.end, gaps), ctx.prefetch_chunks)
     try:
         try:
-            while True:
-                f0 = time.monotonic()
-                messages = chunks.next()
-                f1 = time.monotonic()
-                fetch_s += f1 - f0
-                if messages is None:
-                    break
-                batch, times, bad = decoder.decode(messages)
+            for batch, times, bad in scan:
                 if bad:
                     writer.add_errors(bad)
-                    errors += len(bad)
                 if batch is not None:
                     writer.add(batch, times)
-                    count += batch.num_rows
-                    bounds = _timestamp_bounds(messages, batch)
-                    if bounds is not None:
-                        lo, hi = bounds
-                        min_ts = lo if min_ts is None else min(min_ts, lo)
-                        max_ts = hi if max_ts is None else max(max_ts, hi)
-                decode_s += time.monotonic() - f1
-                progress.send(messages[-1].offset + 1 if messages else task.start, count + errors)
         except TopicDeletedError:
             writer.abort()
             stats["status"] = "topic_deleted"
@@ -320,33 +358,22 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
         w0 = time.monotonic()
         marker = ctx.inject.get("fail_after_write")
         files = writer.commit(after_first_rename=(lambda: _inject_failure(marker, task)) if marker else None,
-                              gaps=gaps)
+                              gaps=scan.gaps)
         stats["write_s"] = time.monotonic() - w0
     except BaseException:
         writer.abort()
         raise
     finally:
-        chunks.close()
-        reader.close()
-        progress.send(task.end, count + errors, done=True)
-        progress.close()
-    stats.update(count=count, errors=errors, files=files, bytes=sum(f["bytes"] for f in files), min_ts=min_ts,
-                 max_ts=max_ts, gaps=gaps, fetch_s=round(fetch_s, 3), decode_s=round(decode_s, 3),
-                 leader_changes=reader.leader_changes, seconds=round(time.monotonic() - t0, 3),
-                 chunks_vectorised=decoder.chunks_vectorised, chunks_per_record=decoder.chunks_per_record)
+        scan.close()
+    stats.update(scan.stats(), files=files, bytes=sum(f["bytes"] for f in files),
+                 seconds=round(time.monotonic() - t0, 3))
     return stats
 
 
-def _timestamp_bounds(messages, batch) -> tuple[int, int] | None:
-    """(min, max) record timestamp of the chunk's messages (a negative one is none), or None."""
-    if batch.num_rows == len(messages):  # every record is a row: its timestamp column (null = none)
-        import pyarrow.compute as pc
-
-        mm = pc.min_max(batch.column("timestamp").cast("int64"))
-        lo = mm["min"].as_py()
-        return None if lo is None else (lo, mm["max"].as_py())
-    ts = [m.timestamp for m in messages if m.timestamp >= 0]
-    return (min(ts), max(ts)) if ts else None
+def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:
+    """(min, max) record timestamp of the chunk's records (a negative one is none), or None."""
+    ts = chunk.timestamps[chunk.timestamps >= 0]
+    return (int(ts.min()), int(ts.max())) if len(ts) else None
 
 
 def _inject_failure(marker_dir: str, task: RangeTask) -> None:
@@ -366,5 +393,5 @@ def stats_json(stats: dict) -> str:
     return json.dumps(stats, sort_keys=True)
 
 
-__all__ = ["RangeTask", "TaskContext", "run_range", "PartitionReader", "LoadError", "OutOfRangeError",
-           "TopicDeletedError", "asdict"]
+__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader", "LoadError",
+           "OutOfRangeError", "TopicDeletedError", "asdict"]

@@ -49,6 +49,36 @@ def errors_path(topic: str, partition: int, start: int, end: int) -> str:
     return f"{topic}/_errors/{file_name(topic, partition, start, end)}"
 
 
+def commit_record_path(topic: str, partition: int, start: int, end: int) -> str:
+    """Where the Hadoop writer keeps a range's commit summary (Spark's Parquet writer cannot put
+    it in the footers as ``logbus.commit``)."""
+    return f"{topic}/_commits/{topic}+{partition}+{start}+{end}.json"
+
+
+def hour_buckets(times_ms) -> np.ndarray:
+    """Each row's hour (epoch ms // 1 h, floored) from its partitioning time: a list, a numpy
+    array or an Arrow integer array."""
+    if isinstance(times_ms, (pa.Array, pa.ChunkedArray)):
+        times_ms = times_ms.to_numpy()
+    return np.asarray(times_ms, dtype=np.int64) // HOUR_MS
+
+
+def range_metadata(topic: str, partition: int, start: int, end: int) -> bytes:
+    return json.dumps({"topic": topic, "partition": partition, "start": start, "end": end}, sort_keys=True).encode()
+
+
+def commit_summary(files: int, rows: int, errors: int, gaps) -> str:
+    """What a committed range records (footer ``logbus.commit``): its file count, rows, errors, gaps."""
+    return json.dumps({"files": files, "rows": rows, "errors": errors, "gaps": [list(g) for g in gaps]},
+                      sort_keys=True)
+
+
+def error_table(rows: list[tuple], range_meta: bytes, summary: str) -> pa.Table:
+    """A range's undecodable values as the ``_errors/`` file holds them."""
+    meta = {b"logbus.range": range_meta, b"logbus.commit": summary.encode()}
+    return pa.Table.from_batches([error_batch(rows)], schema=ERROR_SCHEMA.with_metadata(meta))
+
+
 class RangeWriter:
     """Collects a range's decoded batches per hour and writes them as deterministic Parquet."""
 
@@ -57,9 +87,7 @@ class RangeWriter:
         self.fs = fs
         self.topic, self.partition, self.start, self.end = topic, partition, start, end
         self.name = file_name(topic, partition, start, end)
-        meta = {b"logbus.range": json.dumps({"topic": topic, "partition": partition, "start": start, "end": end},
-                                            sort_keys=True).encode()}
-        self.schema = schema.with_metadata(meta)
+        self.schema = schema.with_metadata({b"logbus.range": range_metadata(topic, partition, start, end)})
         self.compression = None if compression == "none" else compression
         self.row_group_size = row_group_size
         self.attempt = uuid.uuid4().hex[:12]
@@ -84,9 +112,7 @@ class RangeWriter:
         n = batch.num_rows
         if n == 0:
             return
-        if isinstance(times_ms, (pa.Array, pa.ChunkedArray)):
-            times_ms = times_ms.to_numpy()
-        buckets = np.asarray(times_ms, dtype=np.int64) // HOUR_MS  # floor division, like Python's //
+        buckets = hour_buckets(times_ms)
         first = int(buckets[0])
         if buckets[-1] == first and bool((buckets == first).all()):
             self._append(first, pa.Table.from_batches([batch]))
@@ -144,8 +170,7 @@ class RangeWriter:
         from the committed files alone."""
         for bucket in sorted(self._buffers):
             self._flush(bucket, final=True)
-        summary = json.dumps({"files": len(self._writers), "rows": sum(self.rows.values()),
-                              "errors": self.error_count, "gaps": [list(g) for g in gaps]}, sort_keys=True)
+        summary = commit_summary(len(self._writers), sum(self.rows.values()), self.error_count, gaps)
         for bucket in sorted(self._writers):
             self._writers[bucket].add_key_value_metadata({"logbus.commit": summary})
             self._writers[bucket].close()
@@ -154,9 +179,8 @@ class RangeWriter:
             staged.append((bucket, self._paths[bucket]))
         if self._errors:
             path = os.path.join(self.stage_dir, f"{self.name}.errors.{self.attempt}.tmp")
-            meta = {b"logbus.range": self.schema.metadata[b"logbus.range"], b"logbus.commit": summary.encode()}
-            pq.write_table(pa.Table.from_batches([error_batch(self._errors)], schema=ERROR_SCHEMA.with_metadata(meta)),
-                           path, compression=self.compression)
+            pq.write_table(error_table(self._errors, self.schema.metadata[b"logbus.range"], summary), path,
+                           compression=self.compression)
             staged.append((None, path))
         if before_rename is not None:
             before_rename()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import crc32c
 
@@ -55,6 +55,8 @@ __all__ = [
     "NotLeaderOrFollowerError",
     "UnknownTopicOrPartitionError",
     "decode_message_set",
+    "iter_fetched_batches",
+    "FetchedBatch",
 ]
 
 EARLIEST_TIME = -2  # kafka.api.OffsetRequest.EarliestTime
@@ -87,7 +89,7 @@ class MessageAndMetadata(NamedTuple):
 class MessageSet(list):
     """The messages of one partition's fetch, plus where to continue and the partition's bounds."""
 
-    __slots__ = ("topic", "partition", "next_offset", "high_watermark", "log_start_offset", "error")
+    __slots__ = ("topic", "partition", "next_offset", "high_watermark", "log_start_offset", "error", "records")
 
     def __init__(self, topic: str, partition: int, messages: Iterable[MessageAndMetadata] = (), next_offset: int = -1,
                  high_watermark: int = -1, log_start_offset: int = -1, error: KafkaError | None = None) -> None:
@@ -98,6 +100,7 @@ class MessageSet(list):
         self.high_watermark = high_watermark
         self.log_start_offset = log_start_offset
         self.error = error
+        self.records: bytes | bytearray | None = None  # the undecoded record bytes (fetch_raw only)
 
     @property
     def valid_bytes(self) -> int:  # kept for symmetry with Kafka's ByteBufferMessageSet
@@ -116,8 +119,9 @@ _new = tuple.__new__
 _MAM = MessageAndMetadata
 
 
-def _parse_v2(topic: str, partition: int, buf: bytes, pos: int, end: int, base_offset: int, base_ts: int,
-              max_ts: int, log_append: bool, count: int, min_offset: int, out: list) -> None:
+def _parse_v2(topic: str, partition: int, batch: "FetchedBatch", min_offset: int, out: list) -> None:
+    buf, pos, end = batch.records()
+    count, base_offset, base_ts, log_append = batch.count, batch.base_offset, batch.timestamp, batch.log_append
     append = out.append
     for _ in range(count):
         # record length (varint)
@@ -209,9 +213,92 @@ def _parse_v2(topic: str, partition: int, buf: bytes, pos: int, end: int, base_o
         offset = base_offset + offset_delta
         if offset >= min_offset:
             append(_new(_MAM, (topic, partition, offset, key, value, headers,
-                               max_ts if log_append else base_ts + ts_delta)))
+                               base_ts if log_append else base_ts + ts_delta)))
     if pos != end:
         raise InvalidRecordError(f"{end - pos} bytes after the last record of the batch at offset {base_offset}")
+
+
+class FetchedBatch(NamedTuple):
+    """One whole batch of fetched record bytes, ``data[at:at + size]``, as its header says.
+
+    For a legacy v0/v1 message set (``magic`` < 2) only ``at``, ``size``, ``magic`` and
+    ``base_offset`` mean anything; its next offset (-1 here) is known once it is decoded."""
+
+    data: bytes | bytearray
+    at: int
+    size: int
+    magic: int
+    base_offset: int
+    next_offset: int
+    count: int
+    attributes: int
+    base_ts: int
+    max_ts: int
+
+    @property
+    def end(self) -> int:
+        return self.at + self.size
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & B.COMPRESSION_MASK
+
+    @property
+    def log_append(self) -> bool:
+        return bool(self.attributes & B.TIMESTAMP_TYPE_MASK)
+
+    @property
+    def timestamp(self) -> int:
+        """The base timestamp; with log-append time, the time of every record."""
+        return self.max_ts if self.log_append else self.base_ts
+
+    def readable(self, min_offset: int) -> bool:
+        """A v2 data batch with records at or past ``min_offset``."""
+        return (self.magic == B.CURRENT_MAGIC and not self.attributes & B.CONTROL_MASK and self.count > 0
+                and self.next_offset > min_offset)
+
+    def records(self) -> tuple[bytes | bytearray, int, int]:
+        """(buffer, start, end) of the batch's records, decompressed when the batch is compressed."""
+        start = self.at + B.HEADER_SIZE
+        if not self.compression:
+            return self.data, start, self.end
+        try:
+            payload = bytes(decompress(self.compression, memoryview(self.data)[start:self.end]))
+        except (ValueError, zlib.error) as exc:
+            raise InvalidRecordError(f"record batch at offset {self.base_offset} does not decompress: {exc}") from None
+        return payload, 0, len(payload)
+
+
+def iter_fetched_batches(data: bytes | bytearray, verify: bool = True) -> Iterator[FetchedBatch]:
+    """The whole batches of fetched record bytes, in order; a trailing partial batch (a fetch cut
+    at max_bytes) ends the walk. Checks lengths and magic, and with ``verify`` each v2 batch's
+    CRC: CorruptRecordError / InvalidRecordError on bad data."""
+    pos, end = 0, len(data)
+    view = memoryview(data)
+    while end - pos > B.MAGIC_POS:
+        base_offset, length = _PREFIX.unpack_from(data, pos)
+        size = length + B.LOG_OVERHEAD
+        if length < 0:
+            raise InvalidRecordError(f"negative batch length {length} at position {pos}")
+        if pos + size > end:
+            return
+        magic = data[pos + B.MAGIC_POS]
+        if magic == B.CURRENT_MAGIC:
+            if size < B.HEADER_SIZE:
+                raise InvalidRecordError(f"record batch length {length} is below the minimum at position {pos}")
+            (_, _, _, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _, count) = _HEADER.unpack_from(data, pos)
+            if verify:
+                actual = crc32c.crc32c(view[pos + B.ATTRIBUTES_POS:pos + size])
+                if actual != crc:
+                    raise CorruptRecordError(f"record batch CRC mismatch at offset {base_offset}: "
+                                             f"stored {crc:#010x}, computed {actual:#010x}")
+            yield FetchedBatch(data, pos, size, magic, base_offset, base_offset + last_delta + 1, count, attributes,
+                               base_ts, max_ts)
+        elif magic in (0, 1):
+            yield FetchedBatch(data, pos, size, magic, base_offset, -1, 0, 0, -1, -1)
+        else:
+            raise InvalidRecordError(f"unknown record magic {magic} at position {pos}")
+        pos += size
 
 
 def decode_message_set(topic: str, partition: int, data: bytes | bytearray | memoryview | None,
@@ -225,51 +312,24 @@ def decode_message_set(topic: str, partition: int, data: bytes | bytearray | mem
     out = [] if out is None else out
     if not data:
         return out, -1
-    buf = data if isinstance(data, bytes) else bytes(data)
-    pos, end = 0, len(buf)
     next_offset = -1
-    while end - pos > B.MAGIC_POS:
-        base_offset, length = _PREFIX.unpack_from(buf, pos)
-        size = length + B.LOG_OVERHEAD
-        if length < 0:
-            raise InvalidRecordError(f"negative batch length {length} at position {pos}")
-        if pos + size > end:
-            break  # partial batch at the end of the response
-        magic = buf[pos + B.MAGIC_POS]
-        if magic != B.CURRENT_MAGIC:
-            for decoded in decode_batches(memoryview(buf)[pos:pos + size]):
+    buf = data if isinstance(data, bytes) else bytes(data)  # records come out as bytes slices
+    for batch in iter_fetched_batches(buf):
+        batch_next = batch.next_offset
+        if batch.magic != B.CURRENT_MAGIC:
+            for decoded in decode_batches(memoryview(buf)[batch.at:batch.end]):
                 for r in decoded.records:
                     if r.offset >= min_offset:
                         out.append(_MAM(topic, partition, r.offset, r.key, r.value, list(r.headers), r.timestamp))
-                next_offset = decoded.header.next_offset
-            pos += size
-            continue
-        if size < B.HEADER_SIZE:
-            raise InvalidRecordError(f"record batch length {length} is below the minimum at position {pos}")
-        (_, _, _, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _, count) = _HEADER.unpack_from(buf, pos)
-        batch_end = pos + size
-        actual = crc32c.crc32c(memoryview(buf)[pos + B.ATTRIBUTES_POS:batch_end])
-        if actual != crc:
-            raise CorruptRecordError(
-                f"record batch CRC mismatch at offset {base_offset}: stored {crc:#010x}, computed {actual:#010x}")
-        last_offset = base_offset + last_delta
-        if not (attributes & B.CONTROL_MASK) and last_offset >= min_offset and count > 0:
-            compression = attributes & B.COMPRESSION_MASK
-            log_append = bool(attributes & B.TIMESTAMP_TYPE_MASK)
+                batch_next = decoded.header.next_offset
+        elif batch.readable(min_offset):
             try:
-                if compression:
-                    payload = bytes(decompress(compression, memoryview(buf)[pos + B.HEADER_SIZE:batch_end]))
-                    _parse_v2(topic, partition, payload, 0, len(payload), base_offset, base_ts, max_ts, log_append,
-                              count, min_offset, out)
-                else:
-                    _parse_v2(topic, partition, buf, pos + B.HEADER_SIZE, batch_end, base_offset, base_ts, max_ts,
-                              log_append, count, min_offset, out)
-            except (IndexError, UnicodeDecodeError, ValueError, zlib.error) as exc:
+                _parse_v2(topic, partition, batch, min_offset, out)
+            except (IndexError, UnicodeDecodeError, ValueError) as exc:
                 if isinstance(exc, KafkaError):
                     raise
-                raise InvalidRecordError(f"record batch at offset {base_offset} does not parse: {exc}") from None
-        next_offset = last_offset + 1
-        pos = batch_end
+                raise InvalidRecordError(f"record batch at offset {batch.base_offset} does not parse: {exc}") from None
+        next_offset = max(next_offset, batch_next)
     return out, next_offset
 
 
@@ -348,11 +408,22 @@ class SimpleConsumer:
             raise result.error
         return result
 
+    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int | None = None,
+                  max_wait_ms: int | None = None, min_bytes: int | None = None) -> MessageSet:
+        """Like ``fetch``, but the record bytes are left undecoded in ``.records`` (the set is
+        empty and ``next_offset`` stays ``offset``): for callers with their own record decoding."""
+        result = self.multifetch([(topic, partition, offset, max_bytes)], max_wait_ms, min_bytes,
+                                 decode=False)[(topic, partition)]
+        if result.error is not None:
+            raise result.error
+        return result
+
     def multifetch(self, requests: Sequence[tuple], max_wait_ms: int | None = None,
-                   min_bytes: int | None = None) -> dict[tuple[str, int], MessageSet]:
+                   min_bytes: int | None = None, decode: bool = True) -> dict[tuple[str, int], MessageSet]:
         """One Fetch for several partitions: ``requests`` holds (topic, partition, offset[, max_bytes]).
 
         Returns {(topic, partition): MessageSet}; a partition's error is in ``.error`` (not raised).
+        With ``decode=False`` the record bytes are left in ``.records`` instead of decoded.
         """
         topics: dict[str, list[dict]] = {}
         wanted: dict[tuple[str, int], int] = {}
@@ -392,6 +463,8 @@ class SimpleConsumer:
                         _raise_for(code, topic, partition, f" at offset {offset}" if code == ErrorCode.OFFSET_OUT_OF_RANGE else "")
                     except KafkaError as exc:
                         ms.error = exc
+                elif not decode:
+                    ms.records = p["records"]
                 else:
                     _, next_offset = decode_message_set(topic, partition, p["records"], offset, ms)
                     if next_offset > offset:

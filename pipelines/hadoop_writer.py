@@ -1,0 +1,193 @@
+"""Loading through Spark's Hadoop client: how data reaches an ``hdfs://`` warehouse.
+
+Python executors cannot write to HDFS themselves (pyarrow's HDFS needs libhdfs), so each task
+fetches and decodes its range (``pipelines.task.RangeScan``) and hands the Arrow batches to
+Spark (``mapInArrow``); Spark's Parquet writer writes them under a staging directory
+partitioned by ``(_range, _hour)``, and its file commit protocol keeps only the output of the
+attempt that succeeded. The driver then renames each committed part file, through Hadoop's
+FileSystem API, to the name the Python writer gives it
+(``<topic>/dt=.../hour=.../<topic>+<partition>+<start>+<end>.parquet``), writes the range's
+undecodable values to ``_errors/`` and its commit summary to ``_commits/``, and drops the
+staging directory. The tasks' stats reach the driver through an accumulator keyed by range.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+import uuid
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.accumulators import AccumulatorParam
+
+from pipelines.config import TopicSpec
+from pipelines.decoders import Decoder
+from pipelines.fs import HadoopFS
+from pipelines.job import spark_failure_reason
+from pipelines.task import (LoadError, RangeScan, RangeTask, TaskContext, TopicDeletedError, _inject_failure,
+                            new_stats)
+from pipelines.writer import (commit_record_path, commit_summary, error_table, errors_path, file_name, hour_buckets,
+                              hour_dir, range_metadata)
+
+RANGE, HOUR = "_range", "_hour"  # staging partition columns: the task's index, the row's epoch hour
+# Spark's codec names for parquet.compression (brotli is not built into Spark: refused by the config)
+CODECS = {"none": "uncompressed", "snappy": "snappy", "gzip": "gzip", "zstd": "zstd", "lz4": "lz4_raw"}
+
+
+class RangeStats(AccumulatorParam):
+    """{range index: stats}. A range's stats replace, never add to, earlier ones: whichever attempt
+    of a task reports, the values are the same, so a re-applied update cannot double a count."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:
+        a.update(b)
+        return a
+
+
+def staging_schema(schema: pa.Schema) -> pa.Schema:
+    """The loader's columns as handed to Spark (timestamps in Spark's microseconds; Spark writes
+    them back as milliseconds), then the two staging partition columns."""
+    fields = [f.with_type(pa.timestamp("us", tz="UTC")) if pa.types.is_timestamp(f.type) else f for f in schema]
+    return pa.schema(fields + [pa.field(RANGE, pa.int32(), nullable=False), pa.field(HOUR, pa.int64(), nullable=False)])
+
+
+def load_ranges(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[dict]:
+    """Load ``tasks`` through Spark's Parquet writer (one Spark job per topic); returns their stats in
+    task order, as ``pipelines.job.run_tasks`` does."""
+    fs = HadoopFS(ctx.warehouse, spark)
+    results: list[dict] = []
+    for topic in sorted({t.topic for t in tasks}):
+        results += _load_topic(spark, fs, [t for t in tasks if t.topic == topic], ctx, f"{description} {topic}")
+    return sorted(results, key=lambda r: r["index"])
+
+
+def _load_topic(spark, fs: HadoopFS, tasks: list[RangeTask], ctx: TaskContext, description: str) -> list[dict]:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    topic = tasks[0].topic
+    schema = staging_schema(Decoder(TopicSpec.from_dict(topic, tasks[0].spec)).schema)
+    stage = f"{topic}/_staging/spark-{tasks[0].run_id}-{uuid.uuid4().hex[:12]}"
+    session = spark.newSession()  # its own SQL conf: the shared session's is left alone
+    session.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")  # timestamp[ms, UTC], like pyarrow
+    sc = spark.sparkContext
+    sc.setJobDescription(description)
+    stats = sc.accumulator({}, RangeStats())
+    batches = session.range(0, len(tasks), 1, len(tasks)).mapInArrow(
+        _task_batches(tasks, ctx, schema, stats), from_arrow_schema(schema, prefer_timestamp_ntz=False))
+    try:
+        try:
+            (batches.sortWithinPartitions(RANGE, HOUR, "offset").write.partitionBy(RANGE, HOUR)
+             .option("compression", CODECS[ctx.compression])
+             .option("parquet.block.row.count.limit", str(ctx.row_group_size))
+             .option("maxRecordsPerFile", "0")  # one file per (range, hour): it becomes one final name
+             .parquet(fs.uri(stage)))
+        except Exception as exc:  # the Python traceback of the last attempt, inside a JVM exception
+            raise LoadError(spark_failure_reason(exc)) from None
+        done = stats.value
+        missing = [t for t in tasks if t.index not in done]
+        if missing:
+            raise LoadError(f"{topic}-{missing[0].partition} [{missing[0].start}, {missing[0].end}): "
+                            f"Spark's write finished without this range's stats")
+        return [_commit_range(fs, stage, t, done[t.index], ctx) for t in tasks]
+    finally:
+        fs.delete(stage, recursive=True)
+
+
+def _task_batches(tasks: list[RangeTask], ctx: TaskContext, schema: pa.Schema, stats):
+    """The ``mapInArrow`` function: each input row is the position of a task in ``tasks``."""
+
+    def run(inputs):
+        for ids in inputs:
+            for position in ids.column(0).to_pylist():
+                yield from _range_batches(tasks[position], ctx, schema, stats)
+
+    return run
+
+
+def _range_batches(task: RangeTask, ctx: TaskContext, schema: pa.Schema, stats):
+    """One range's rows for Spark's writer (runs in the executor); its stats go to ``stats``."""
+    from pyspark import TaskContext as SparkTaskContext
+
+    t0 = time.monotonic()
+    spark_task = SparkTaskContext.get()
+    result = new_stats(task)
+    result["attempt"] = spark_task.attemptNumber() if spark_task is not None else 0
+    hours: dict[int, int] = {}
+    errors: list[tuple] = []
+    if task.end <= task.start:
+        result["status"] = "empty"
+    else:
+        scan = RangeScan(task, ctx)
+        try:
+            for batch, times, bad in scan:
+                errors += bad
+                if batch is None:
+                    continue
+                buckets = hour_buckets(times)
+                for hour, rows in zip(*np.unique(buckets, return_counts=True)):
+                    hours[int(hour)] = hours.get(int(hour), 0) + int(rows)
+                yield _staging_batch(batch, task.index, buckets, schema)
+            marker = ctx.inject.get("fail_after_write")
+            if marker:  # tests: the first attempt dies after handing Spark all of its rows
+                _inject_failure(marker, task)
+        except TopicDeletedError:
+            result["status"] = "topic_deleted"  # what it staged is dropped with the staging directory
+        finally:
+            scan.close()
+        result.update(scan.stats())
+    result.update(hours=hours, error_rows=errors, seconds=round(time.monotonic() - t0, 3))
+    stats.add({task.index: result})
+
+
+def _staging_batch(batch: pa.RecordBatch, index: int, buckets: np.ndarray, schema: pa.Schema) -> pa.RecordBatch:
+    columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(batch.columns, schema)]
+    columns += [pa.array(np.full(batch.num_rows, index, np.int32)), pa.array(buckets, pa.int64())]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, stats: dict, ctx: TaskContext) -> dict:
+    """Rename the range's committed part files to their final names (errors file first, commit
+    record last, so a range with a record is whole); returns the range's stats."""
+    hours, errors = stats.pop("hours"), stats.pop("error_rows")
+    if stats["status"] != "loaded":
+        return stats
+    w0 = time.monotonic()
+    staged = _staged_files(fs, f"{stage}/{RANGE}={task.index}")
+    if set(staged) != set(hours):
+        raise LoadError(f"{task.topic}-{task.partition} [{task.start}, {task.end}): Spark committed hours "
+                        f"{sorted(staged)}, the task wrote {sorted(hours)}")
+    meta = range_metadata(task.topic, task.partition, task.start, task.end)
+    summary = commit_summary(len(hours), stats["count"], len(errors), stats["gaps"])
+    if errors:
+        out = io.BytesIO()
+        pq.write_table(error_table(errors, meta, summary), out, compression=None if ctx.compression == "none"
+                       else ctx.compression)
+        fs.write_bytes(errors_path(task.topic, task.partition, task.start, task.end), out.getvalue())
+    name = file_name(task.topic, task.partition, task.start, task.end)
+    files = []
+    for hour in sorted(hours):
+        final = f"{hour_dir(task.topic, hour)}/{name}"
+        size = fs.size(staged[hour])
+        fs.rename(staged[hour], final)
+        files.append({"path": final, "rows": hours[hour], "bytes": size})
+    fs.write_bytes(commit_record_path(task.topic, task.partition, task.start, task.end), summary.encode())
+    stats.update(files=files, bytes=sum(f["bytes"] for f in files), write_s=round(time.monotonic() - w0, 3))
+    return stats
+
+
+def _staged_files(fs: HadoopFS, range_dir: str) -> dict[int, str]:
+    """{hour: the one part file Spark committed for it} under ``<stage>/_range=<i>/``."""
+    out: dict[int, str] = {}
+    for hour_name in fs.list(range_dir):
+        if not hour_name.startswith(f"{HOUR}="):
+            continue
+        directory = f"{range_dir}/{hour_name}"
+        parts = [n for n in fs.list(directory) if n.endswith(".parquet") and not n.startswith((".", "_"))]
+        if len(parts) != 1:
+            raise LoadError(f"{directory}: Spark committed {len(parts)} part files, expected one")
+        out[int(hour_name.split("=", 1)[1])] = f"{directory}/{parts[0]}"
+    return out
