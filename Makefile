@@ -9,13 +9,15 @@ CONSTRAINTS := constraints/known-good.txt
 STAMP       := $(VENV)/.logbus-installed
 # Debian's ZooKeeper server and the jars our launcher puts on the classpath (broker/cluster/embedded_zk.py).
 ZK_JARS     := /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar
+# The loader's metrics tests push to a real pushgateway (tests/pipelines/test_metrics_push.py).
+PUSHGATEWAY := /usr/bin/prometheus-pushgateway
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV     := DEBIAN_FRONTEND=noninteractive
 
 .PHONY: help setup system-deps python-deps test run bench clean
 
 help:
-	@echo "make setup   venv + pip install -e .[pipelines,airflow,test] + apt zookeeper/JRE (idempotent)"
+	@echo "make setup   venv + pip install -e .[pipelines,airflow,test] + apt zookeeper/JRE/pushgateway (idempotent)"
 	@echo "make run     the main job: ZooKeeper + 3 brokers, produce, Airflow DAG load + validate, rerun, summary"
 	@echo "make test    the whole test suite"
 	@echo "make bench   produce/consume benchmark"
@@ -27,10 +29,11 @@ system-deps:
 	@missing=0; \
 	for jar in $(ZK_JARS); do [ -f "$$jar" ] || missing=1; done; \
 	command -v java >/dev/null 2>&1 || missing=1; \
+	[ -x $(PUSHGATEWAY) ] || missing=1; \
 	if [ $$missing = 1 ]; then \
-	  echo "installing Debian's zookeeper and a headless JRE"; \
+	  echo "installing Debian's zookeeper, a headless JRE and the Prometheus pushgateway"; \
 	  $(SUDO) $(APT_ENV) apt-get update -q && \
-	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless; \
+	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless prometheus-pushgateway; \
 	fi
 
 python-deps: $(STAMP)

@@ -1,31 +1,39 @@
 """Prometheus metrics of one broker, served on ``metrics.port`` (0, the default: off).
 
-No client library: the text exposition format (version 0.0.4) is written here and served with
-twisted.web on the broker's reactor. Counters and histograms are updated on the reactor thread
+No client library: the text exposition format (version 0.0.4) is written with
+broker.metrics_text (shared with the mirror-maker) and served with twisted.web on the broker's
+reactor. Counters and histograms are updated on the reactor thread
 by the dispatcher (requests, bytes and records in and out); gauges (purgatory sizes,
 under-replicated partitions, log sizes, the active controller) are read from the broker at
 scrape time.
+
+Bytes and records out are counted by the fetch handler on the response it sends, without
+reading the data sent zero-copy: bytes are the file slices' sizes, records are offsets, from
+each fetch offset to the end of the last whole batch (found from the log's index and batch
+headers). Follower fetches are counted apart, as Kafka's ReplicationBytesOutPerSec. ISR
+shrinks and expansions are counted by the leader when its ISR change is recorded.
 """
 
 from __future__ import annotations
 
-import bisect
 import struct
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 from twisted.web import resource, server
 
+from broker.metrics_text import CONTENT_TYPE as _CONTENT_TYPE
+from broker.metrics_text import LATENCY_BUCKETS, Exposition, Histogram
 from broker.protocol.messages import ApiKey
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
-#: Request latency buckets (seconds), Prometheus' usual spread from 0.5 ms to 10 s.
-LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
+__all__ = ["LATENCY_BUCKETS", "CONTENT_TYPE", "BrokerMetrics", "Histogram", "count_records", "listen_metrics"]
+
+CONTENT_TYPE = _CONTENT_TYPE.encode()
 
 _BATCH_HEADER = struct.Struct(">qiib")  # base offset, batch length, leader epoch, magic
 _V2_RECORD_COUNT_AT = 57
@@ -50,39 +58,6 @@ def count_records(data: Any) -> int:
     return n
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(pairs: Iterable[tuple[str, Any]]) -> str:
-    text = ",".join(f'{k}="{_escape(str(v))}"' for k, v in pairs)
-    return "{" + text + "}" if text else ""
-
-
-def _number(v: float) -> str:
-    if isinstance(v, float):
-        return repr(v) if v == v and abs(v) != float("inf") else ("+Inf" if v > 0 else "-Inf" if v < 0 else "NaN")
-    return str(v)
-
-
-class Histogram:
-    """Cumulative buckets, sum and count of one labelled series."""
-
-    __slots__ = ("counts", "sum", "count")
-
-    def __init__(self) -> None:
-        self.counts = [0] * len(LATENCY_BUCKETS)
-        self.sum = 0.0
-        self.count = 0
-
-    def observe(self, value: float) -> None:
-        i = bisect.bisect_left(LATENCY_BUCKETS, value)
-        if i < len(self.counts):
-            self.counts[i] += 1
-        self.sum += value
-        self.count += 1
-
-
 class BrokerMetrics:
     """The broker's counters and histograms, and the text rendering of all its metrics."""
 
@@ -93,6 +68,10 @@ class BrokerMetrics:
         self.bytes_in: dict[str, int] = defaultdict(int)
         self.records_in: dict[str, int] = defaultdict(int)
         self.bytes_out: dict[str, int] = defaultdict(int)
+        self.records_out: dict[str, int] = defaultdict(int)
+        self.replication_bytes_out: dict[str, int] = defaultdict(int)
+        self.isr_shrinks = 0
+        self.isr_expands = 0
 
     # -- updates (reactor thread) -----------------------------------------------------------
 
@@ -109,13 +88,21 @@ class BrokerMetrics:
         name = _api_name(api_key)
         self.requests[name] += 1
         self.latency[name].observe(time.monotonic() - started)
-        if api_key == ApiKey.FETCH and isinstance(response, dict):
-            for topic in response.get("responses", ()):
-                for part in topic.get("partitions", ()):
-                    records = part.get("records")
-                    if records:
-                        size = records.size if hasattr(records, "size") else len(records)
-                        self.bytes_out[topic["topic"]] += size
+
+    def fetched(self, topic: str, size: int, records: int, follower: bool) -> None:
+        """A fetch response carries ``size`` bytes of ``topic`` (``records`` past the fetch offset)."""
+        if follower:
+            self.replication_bytes_out[topic] += size
+        else:
+            self.bytes_out[topic] += size
+            self.records_out[topic] += records
+
+    def isr_changed(self, old: list[int], new: list[int]) -> None:
+        """A leader recorded a new ISR: one shrink or one expansion, whatever the count of replicas."""
+        if len(new) < len(old):
+            self.isr_shrinks += 1
+        elif len(new) > len(old):
+            self.isr_expands += 1
 
     def request_answered(self, api_key: int, started: float, result: Any) -> Any:
         """Count one handled request (``started`` from request_started); ``result`` may be a
@@ -133,60 +120,53 @@ class BrokerMetrics:
     # -- rendering --------------------------------------------------------------------------
 
     def render(self) -> str:
-        out: list[str] = []
-
-        def family(name: str, kind: str, help_text: str, samples: Iterable[tuple[str, str, Any]]) -> None:
-            out.append(f"# HELP {name} {help_text}")
-            out.append(f"# TYPE {name} {kind}")
-            for suffix, labels, value in samples:
-                out.append(f"{name}{suffix}{labels} {_number(value)}")
-
-        family("logbus_requests_total", "counter", "Requests answered, per API.",
-               (("", _labels([("api", api)]), n) for api, n in sorted(self.requests.items())))
-        hist: list[tuple[str, str, Any]] = []
-        for api, h in sorted(self.latency.items()):
-            cumulative = 0
-            for bound, c in zip(LATENCY_BUCKETS, h.counts):
-                cumulative += c
-                hist.append(("_bucket", _labels([("api", api), ("le", repr(bound))]), cumulative))
-            hist.append(("_bucket", _labels([("api", api), ("le", "+Inf")]), h.count))
-            hist.append(("_sum", _labels([("api", api)]), h.sum))
-            hist.append(("_count", _labels([("api", api)]), h.count))
-        family("logbus_request_latency_seconds", "histogram",
-               "Time from a decoded request to its response being ready, per API.", hist)
+        out = Exposition()
+        out.counter("logbus_requests_total", "Requests answered, per API.",
+                    (([("api", api)], n) for api, n in sorted(self.requests.items())))
+        out.histogram("logbus_request_latency_seconds",
+                      "Time from a decoded request to its response being ready, per API.",
+                      (([("api", api)], h) for api, h in sorted(self.latency.items())))
         for name, table, help_text in (
             ("logbus_topic_bytes_in_total", self.bytes_in, "Record bytes received in produce requests, per topic."),
             ("logbus_topic_records_in_total", self.records_in, "Records received in produce requests, per topic."),
-            ("logbus_topic_bytes_out_total", self.bytes_out, "Record bytes sent in fetch responses (consumers and followers), per topic."),
+            ("logbus_topic_bytes_out_total", self.bytes_out, "Record bytes sent in fetch responses to consumers (not followers), per topic."),
+            ("logbus_topic_records_out_total", self.records_out,
+             "Records sent to consumers, per topic, counted by offsets: from each fetch offset to the end of the last "
+             "whole batch in the response (found from the log index, the data is not read)."),
+            ("logbus_topic_replication_bytes_out_total", self.replication_bytes_out,
+             "Record bytes sent in fetch responses to follower replicas, per topic."),
         ):
-            family(name, "counter", help_text, (("", _labels([("topic", t)]), n) for t, n in sorted(table.items())))
+            out.counter(name, help_text, (([("topic", t)], n) for t, n in sorted(table.items())))
+        out.counter("logbus_isr_shrinks_total", "ISR shrinks recorded by this broker as leader (one per change).",
+                    [((), self.isr_shrinks)])
+        out.counter("logbus_isr_expands_total", "ISR expansions recorded by this broker as leader (one per change).",
+                    [((), self.isr_expands)])
         broker = self.broker
         if broker is not None:
-            self._render_broker(broker, family)
-        return "\n".join(out) + "\n"
+            self._render_broker(broker, out)
+        return out.text()
 
     @staticmethod
-    def _render_broker(broker: "Broker", family: Any) -> None:
-        family("logbus_purgatory_size", "gauge", "Requests parked until they can be answered.", [
-            ("", _labels([("purgatory", "fetch")]), len(broker.fetches)),
-            ("", _labels([("purgatory", "replica_fetch")]), len(broker.replica_fetches)),
-            ("", _labels([("purgatory", "produce")]), len(broker.produces)),
+    def _render_broker(broker: "Broker", out: Exposition) -> None:
+        out.gauge("logbus_purgatory_size", "Requests parked until they can be answered.", [
+            ([("purgatory", "fetch")], len(broker.fetches)),
+            ([("purgatory", "replica_fetch")], len(broker.replica_fetches)),
+            ([("purgatory", "produce")], len(broker.produces)),
         ])
         partitions = list(broker.replicas.partitions.items()) if broker.replicas is not None else []
         led = [p for _, p in partitions if p.is_leader]
-        family("logbus_under_replicated_partitions", "gauge",
-               "Partitions led here whose ISR is smaller than their replica list.",
-               [("", "", sum(1 for p in led if len(p.isr) < len(p.replicas)))])
-        family("logbus_leader_partitions", "gauge", "Partitions led by this broker.", [("", "", len(led))])
+        out.gauge("logbus_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica list.",
+                  [((), sum(1 for p in led if len(p.isr) < len(p.replicas)))])
+        out.gauge("logbus_leader_partitions", "Partitions led by this broker.", [((), len(led))])
         controller = broker.controller
-        family("logbus_active_controller", "gauge", "1 when this broker is the controller.",
-               [("", "", 1 if controller is not None and controller.active else 0)])
+        out.gauge("logbus_active_controller", "1 when this broker is the controller.",
+                  [((), 1 if controller is not None and controller.active else 0)])
         sizes = []
         for (topic, partition), p in sorted(partitions):
             log = getattr(p, "log", None)
             if log is not None:
-                sizes.append(("", _labels([("topic", topic), ("partition", partition)]), log.size_bytes))
-        family("logbus_log_size_bytes", "gauge", "Bytes of each partition log on disk.", sizes)
+                sizes.append(([("topic", topic), ("partition", partition)], log.size_bytes))
+        out.gauge("logbus_log_size_bytes", "Bytes of each partition log on disk.", sizes)
 
 
 def _api_name(api_key: int) -> str:

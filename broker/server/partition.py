@@ -199,6 +199,7 @@ class Partition:
             self._isr_change_pending = False
             if self.is_leader and self.leader_epoch == epoch and self.zk_version == version:
                 log.info("{tp}: isr {old} -> {new} ({why})", tp=self.name, old=self.isr, new=new_isr, why=why)
+                self.broker.metrics.isr_changed(self.isr, new_isr)
                 self.isr = list(new_isr)
                 self.zk_version = new_version
                 self.broker.replicas.isr_written(self.topic, self.partition, new_isr, new_version)

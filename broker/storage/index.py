@@ -201,6 +201,13 @@ class OffsetIndex(_Index):
             return self.base_offset, 0
         return self.base_offset + self._rel[i], self._keys[i]
 
+    def lookup_position(self, position: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at or before file ``position``, else (base offset, 0)."""
+        i = bisect_right(self._keys, position) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._rel[i], self._keys[i]
+
     def last_entry(self) -> tuple[int, int]:
         if not self._rel:
             return self.base_offset, 0

@@ -86,10 +86,16 @@ class ReadResult(NamedTuple):
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
+    next_offset: int = -1  # the offset after the last whole batch in ``records``; -1 when empty
 
     @property
     def size(self) -> int:
         return self.records.size if self.records is not None else 0
+
+    @property
+    def records_after_fetch_offset(self) -> int:
+        """Offsets a reader gets past ``fetch_offset`` (whole batches): records, by offsets."""
+        return max(0, self.next_offset - self.fetch_offset)
 
 
 @dataclass
@@ -505,15 +511,21 @@ class PartitionLog:
                 return self._empty(offset)
             end = seg.size
             last = i == len(segments) - 1
+            end_offset = leo if last else None  # the offset at byte ``end``, when known without reading
             if (last and limit < leo) or (not last and limit < segments[i + 1].base_offset):
                 bound = seg.translate_offset(limit)
+                end_offset = None
                 if bound is not None:
-                    end = bound[0]
+                    end, end_offset = bound[0], bound[1].base_offset
             want = max(max_bytes, header.size) if min_one_batch else max_bytes
             size = min(want, end - pos)
             if size <= 0:
                 return self._empty(offset)
-            return ReadResult(FileSlice(seg.file, pos, size), offset, header.base_offset, lso, leo, self.high_watermark)
+            if size < end - pos or end_offset is None:
+                end_offset = seg.offset_after_batches(pos, header.base_offset, pos + size)
+            return ReadResult(
+                FileSlice(seg.file, pos, size), offset, header.base_offset, lso, leo, self.high_watermark, end_offset
+            )
 
     def _empty(self, offset: int) -> ReadResult:
         return ReadResult(None, offset, -1, self._lso, self._leo, self.high_watermark)

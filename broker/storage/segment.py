@@ -194,6 +194,18 @@ class LogSegment:
                 return pos, header
         return None
 
+    def offset_after_batches(self, start: int, start_offset: int, end: int) -> int:
+        """The offset after the last whole batch in bytes [``start``, ``end``), where ``start``
+        is a batch boundary and ``start_offset`` that batch's base offset (returned if no batch
+        is whole). Walks headers from the index entry nearest ``end``: an index interval at most."""
+        self.ensure_indexes()
+        offset, pos = self.offset_index.lookup_position(end)
+        if pos <= start:
+            offset, pos = start_offset, start
+        for _, header in self.iter_headers(pos, end):
+            offset = header.last_offset + 1
+        return offset
+
     def largest_timestamp(self) -> int:
         """Largest batch timestamp in the segment, -1 if none has one."""
         if not self._max_ts_known:

@@ -2,7 +2,9 @@
 
 The tables are the doc's; this test only checks them against the key tables in the code
 (broker/config.py KNOWN_KEYS and its hand-read keys, broker/storage/config.py's topic keys and
-LogConfig defaults), so adding a key or changing a default without the doc fails here.
+LogConfig defaults, the loader's ``metrics:`` keys from pipelines/config.py's MetricsConfig, the
+mirror-maker's ``--metrics.*`` flags from mirror/config.py's MirrorConfig), so adding a key or
+changing a default without the doc fails here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import pytest
 
 from broker import config as broker_config
 from broker.storage import config as storage_config
+from mirror.cli import add_arguments as mirror_arguments
+from mirror.config import MirrorConfig
+from pipelines.config import MetricsConfig
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
@@ -101,9 +106,35 @@ def test_accepted_but_unused_topic_keys_are_listed(rows: dict[str, list[str]]) -
         assert f"topic:{key}" in rows, f"docs/operations.md has no table row for `topic:{key}`"
 
 
+def test_loader_metrics_keys(rows: dict[str, list[str]]) -> None:
+    """The loader's ``metrics:`` keys (the pushgateway), documented with the monitoring."""
+    for f in dataclasses.fields(MetricsConfig):
+        _check(rows, f"metrics.{f.name}", format_default(f.default))
+
+
+def _mirror_metrics_flags() -> dict[str, object]:
+    """``--metrics.port`` -> MirrorConfig's default, for its ``metrics_*`` fields."""
+    return {"--" + f.name.replace("_", "."): f.default for f in dataclasses.fields(MirrorConfig)
+            if f.name.startswith("metrics_")}
+
+
+def test_mirror_metrics_flags(rows: dict[str, list[str]]) -> None:
+    """The mirror-maker's Prometheus endpoint flags, which the command really takes."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    mirror_arguments(parser)
+    flags = _mirror_metrics_flags()
+    assert flags and set(flags) <= set(parser._option_string_actions)
+    for flag, default in flags.items():
+        _check(rows, flag, format_default(default))
+
+
 def test_no_stale_rows(rows: dict[str, list[str]]) -> None:
     """A documented key the code no longer reads is an error too."""
     known = set(broker_config.KNOWN_KEYS) | set(HAND_READ_BROKER_KEYS)
+    known |= {f"metrics.{f.name}" for f in dataclasses.fields(MetricsConfig)}
+    known |= set(_mirror_metrics_flags())
     known |= {f"topic:{k}" for k in storage_config._TOPIC_KEYS} | {f"topic:{k}" for k in storage_config._OTHER_TOPIC_KEYS}
     stale = sorted(k for k in rows if (k.startswith("topic:") or "." in k or k in ("port", "listeners")) and k not in known)
     assert not stale, f"docs/operations.md documents keys the code does not read: {stale}"

@@ -41,14 +41,22 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
         purgatory = broker.replica_fetches
     else:
         purgatory = broker.fetches
-    response, available, failed = _read(broker, wanted, request["max_bytes"], replica_id >= 0)
-    if request["max_wait_ms"] <= 0 or available >= request["min_bytes"] or failed or not wanted:
-        return response
+    follower = replica_id >= 0
+    read = _read(broker, wanted, request["max_bytes"], follower)
+    if request["max_wait_ms"] <= 0 or read.available >= request["min_bytes"] or read.failed or not wanted:
+        return _answer(broker, read, follower)
     d = purgatory.wait(
-        frozenset((w.topic, w.partition) for w in wanted), request["min_bytes"] - available, request["max_wait_ms"]
+        frozenset((w.topic, w.partition) for w in wanted), request["min_bytes"] - read.available, request["max_wait_ms"]
     )
-    d.addCallback(lambda _: _read(broker, wanted, request["max_bytes"], replica_id >= 0)[0])
+    d.addCallback(lambda _: _answer(broker, _read(broker, wanted, request["max_bytes"], follower), follower))
     return d
+
+
+def _answer(broker: "Broker", read: "_Read", follower: bool) -> dict:
+    """The response of the read that is sent, its bytes and records counted in the metrics."""
+    for topic, size, records in read.served:
+        broker.metrics.fetched(topic, size, records, follower)
+    return read.response
 
 
 def _record_follower_positions(broker: "Broker", replica_id: int, wanted: list[_Wanted]) -> None:
@@ -65,11 +73,22 @@ def _check_epoch(p: Any, requested: int) -> None:
         raise UnknownLeaderEpochError(f"leader epoch {requested} is newer than {p.leader_epoch}")
 
 
-def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int, replica: bool = False) -> tuple[dict, int, bool]:
-    """The response for ``wanted``, the bytes it carries, and whether any partition failed."""
+class _Read(NamedTuple):
+    """A fetch response, the bytes it carries, whether any partition failed, and per partition
+    with records (topic, bytes, records past the fetch offset)."""
+
+    response: dict
+    available: int
+    failed: bool
+    served: list[tuple[str, int, int]]
+
+
+def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int, replica: bool = False) -> _Read:
+    """Read every wanted partition within ``max_bytes``, whole batches, below the HW for consumers."""
     remaining = max_bytes
     total = 0
     failed = False
+    served: list[tuple[str, int, int]] = []
     topics: dict[str, list[dict]] = {}
     for item in wanted:
         part = {
@@ -104,13 +123,14 @@ def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int, replica: bool
             part["records"] = result.records
             total += result.records.size
             remaining -= result.records.size
+            served.append((item.topic, result.records.size, result.records_after_fetch_offset))
     response = {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
         "session_id": 0,
         "responses": [{"topic": topic, "partitions": parts} for topic, parts in topics.items()],
     }
-    return response, total, failed
+    return _Read(response, total, failed, served)
 
 
 HANDLER = Handler(ApiKey.FETCH, 4, 11, handle)
