@@ -2,6 +2,7 @@
 """Mirror-maker throughput against producing straight into the aggregate cluster, same run.
 
     .venv/bin/python bench/mirror_bench.py [--records 300000] [--partitions 3] [--streams 3] [--size 100]
+        [--py-spy mirror.txt]
 
 1. an embedded ZooKeeper, a source cluster and an aggregate cluster (one broker each, own chroots);
 2. direct: librdkafka (confluent_kafka, acks=all, linger.ms=5) produces N keyed records of
@@ -10,6 +11,9 @@
    aggregate cluster (acks=all, idempotent, commit every 5 s); records/s = N / time from the
    mirror's start until the aggregate holds all N (log end offsets summed);
 4. prints both and the ratio (the issue's aim: >= 60 %). Everything is stopped on exit.
+
+``--py-spy FILE`` runs the mirror under ``py-spy record`` (collapsed stacks into FILE; it slows the
+mirror a little, so do not quote that run's rates).
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--streams", type=int, default=3)
     ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--py-spy", metavar="FILE", help="profile the mirror into FILE (collapsed stacks)")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mirror-bench-"))
     zk = EmbeddedZooKeeper(home / "zk")
@@ -100,6 +105,12 @@ def main() -> int:
         with open(home / "mirror.out", "wb") as out:
             mm = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         procs.append(mm)
+        if args.py_spy:  # attached, so it ends (and writes FILE) when the mirror does
+            spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
+                                    "--rate", "200", "--nonblocking", "-p", str(mm.pid),
+                                    "-o", str(Path(args.py_spy).resolve())],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(spy)
         first = None  # when the first copied record showed up in the aggregate
         while True:
             copied = end_offsets(agg, "bench", args.partitions)
@@ -114,6 +125,8 @@ def main() -> int:
         mm.terminate()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         mm.wait(60)
+        if args.py_spy:
+            spy.wait(60)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         d_rate, m_rate = n / direct, n / mirrored

@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="N", help="replication factor of target topics the mirror creates (default: broker's)")
     parser.add_argument("--status.file", dest="status_file", default=None, metavar="FILE",
                         help="where the running mirror writes its status (JSON)")
+    parser.add_argument("--metrics.port", dest="metrics_port", type=int, default=0, metavar="PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics (default 0: off)")
+    parser.add_argument("--metrics.host", dest="metrics_host", default=None, metavar="HOST",
+                        help="interface of the metrics endpoint (default 0.0.0.0: all)")
     parser.add_argument("--status", action="store_true",
                         help="print the status (rate, lag per source and topic) of a running mirror and exit")
     parser.add_argument("--json", action="store_true", help="with --status: print the raw JSON")
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             topic_prefixes=args.topic_prefixes, abort_on_send_failure=args.abort_on_send_failure,
             offset_commit_interval_ms=args.offset_commit_interval_ms, stats_interval_ms=args.stats_interval_ms,
             status_file=args.status_file, target_replication_factor=args.target_replication_factor,
+            metrics_port=args.metrics_port, metrics_host=args.metrics_host,
         )
     except ConfigError as exc:
         raise CommandError(str(exc)) from None

@@ -26,6 +26,9 @@ from broker.config import ConfigError, load_properties
 MIRROR_SOURCE_KEYS = ("mirror.source.name", "topic.prefix")
 DEFAULT_GROUP = "logbus-mirror-maker"
 DEFAULT_STATUS_FILE = os.path.join(tempfile.gettempdir(), "logbus-mirror-maker.status.json")
+#: ``--metrics.host``: all interfaces, as a broker's metrics.port on a 0.0.0.0 listener, so the
+#: Prometheus host can scrape it once ``--metrics.port`` turns it on.
+DEFAULT_METRICS_HOST = "0.0.0.0"
 
 #: Set by the mirror on every source consumer: offsets are committed by the mirror itself,
 #: only after the producer has flushed what came before them.
@@ -86,6 +89,8 @@ class MirrorConfig:
     stats_interval_ms: int = 5000
     status_file: str = DEFAULT_STATUS_FILE
     target_replication_factor: int = -1
+    metrics_port: int = 0  # Prometheus endpoint (GET /metrics); 0: off
+    metrics_host: str = DEFAULT_METRICS_HOST
     extra: dict[str, Any] = field(default_factory=dict)
 
     def topic_filter(self):
@@ -126,6 +131,8 @@ def build_config(
     stats_interval_ms: int = 5000,
     status_file: str | None = None,
     target_replication_factor: int = -1,
+    metrics_port: int = 0,
+    metrics_host: str | None = None,
 ) -> MirrorConfig:
     """Validate the command line's choices and read the files; ConfigError names what is wrong."""
     if not consumer_configs:
@@ -146,6 +153,8 @@ def build_config(
         raise ConfigError("--num.streams must be at least 1", "num.streams")
     if offset_commit_interval_ms < 1:
         raise ConfigError("--offset.commit.interval.ms must be positive", "offset.commit.interval.ms")
+    if not 0 <= metrics_port <= 65535:
+        raise ConfigError(f"--metrics.port {metrics_port} is not a port (0 turns the endpoint off)", "metrics.port")
     prefixes = list(topic_prefixes or [])
     if len(prefixes) > len(consumer_configs):
         raise ConfigError(
@@ -196,4 +205,6 @@ def build_config(
         stats_interval_ms=stats_interval_ms,
         status_file=status_file or DEFAULT_STATUS_FILE,
         target_replication_factor=target_replication_factor,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host or DEFAULT_METRICS_HOST,
     )

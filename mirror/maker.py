@@ -26,7 +26,15 @@ from bytes precomputed per chunk (``OriginEncoder``) and hands the chunk to the 
 callback per batch instead of a future per record); then it notes the chunk's next offset. The
 commit protocol above is unchanged: the gate and the positions just move per chunk.
 
-Loop prevention: see mirror.origin. Target topics: see mirror.topics.
+Raw path (the streams are raw): a chunk is the fetched record batches of one partition, undecoded
+(``RawChunk``). When the target has as many partitions as the source, ``mirror.rewrite`` turns
+its batches into target batches (record bytes kept, origin header appended, loop check on
+records with headers) and each goes to the same partition with one ``Producer.send_raw_batch``.
+Otherwise (the producer must place records by key), and for legacy v0/v1 message sets, the chunk
+is decoded and takes the bulk path. Either way the position moves to the chunk's next offset.
+
+Loop prevention: see mirror.origin. Target topics: see mirror.topics. Prometheus endpoint
+(``--metrics.port``): see mirror.metrics.
 """
 
 from __future__ import annotations
@@ -41,13 +49,16 @@ from typing import Any, Iterator
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from broker.client.producer import Producer
-from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsumerConnector
+from broker.client.zk_consumer import ConsumerTimeoutException, RawChunk, ZookeeperConsumerConnector
 from broker.cluster.ids import CLUSTER_ID_PATH
 from broker.cluster.zk import ZkClient
+from broker.protocol.batch import HEADER_SIZE
 from mirror.config import MirrorConfig, SourceConfig
-from broker.client.accumulator import _VARINT as VARINT_TABLE
+from mirror.metrics import MetricsServer, MirrorMetrics
+from broker.client.accumulator import VARINT_TABLE
 from broker.client.accumulator import encode_headers
 from mirror.origin import Origin, OriginEncoder, came_from, with_origin
+from mirror.rewrite import rewrite_chunk
 from mirror.stats import LagProbe, Reporter
 from mirror.topics import TargetAdmin, TargetTopics, choose_partition
 
@@ -139,7 +150,7 @@ class Source:
         self.cluster_id = read_cluster_id(self.zk, timeout=300.0, stop=stop)
         if not self.cfg.name:
             self.name = self.cluster_id
-        self.streams = self.connector.create_message_streams_by_filter(topic_filter, num_streams)
+        self.streams = self.connector.create_message_streams_by_filter(topic_filter, num_streams, raw=True)
         if prepare is not None:
             # create/look up the target topics of the partitions just claimed while the group settles
             prepare(self, sorted({t for t, _ in self.connector.owned_partitions()}))
@@ -228,13 +239,20 @@ class MirrorMaker:
         self.failure: BaseException | None = None
         self.send_failures = 0
         self.skipped_loop = 0
+        self.raw_batches = 0  # target batches sent by the raw path, and their records
+        self.raw_records = 0
+        self._raw_lock = threading.Lock()
         self.commits = 0
         self.last_commit = time.monotonic()
+        self.last_commit_time: float | None = None  # unix time of the last commit, for metrics
+        self.last_status: dict[str, Any] | None = None  # the last stats interval's report
+        self.metrics_server: MetricsServer | None = None
         self.state = "starting"
         self._stop_requested = threading.Event()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._counters: list[dict[tuple[str, str], int]] = []
+        self._counters: list[dict[tuple[str, str], int]] = []  # records copied, one per copying thread
+        self._byte_counters: list[dict[tuple[str, str], int]] = []  # source bytes taken, likewise
         self._reporter = Reporter(config.status_file)
         self._stats_lock = threading.Lock()
 
@@ -262,6 +280,8 @@ class MirrorMaker:
 
     def start(self) -> None:
         cfg = self.config
+        if cfg.metrics_port:
+            self.metrics_server = MetricsServer(MirrorMetrics(self).render, cfg.metrics_host, cfg.metrics_port)
         self.admin = TargetAdmin(self._target_bootstrap())
         self.target_id = self.admin.cluster_id()
         if not self.target_id:
@@ -349,6 +369,7 @@ class MirrorMaker:
             written += source.commit({tp: off for tp, off in positions.items() if tp in owned})
         self.commits += 1
         self.last_commit = time.monotonic()
+        self.last_commit_time = time.time()
         log.debug("committed %d offsets", written)
 
     def _close(self, final_commit: bool) -> int:
@@ -376,6 +397,8 @@ class MirrorMaker:
             self.admin.close()
         self.state = "failed" if self.failure is not None else "stopped"
         self._report()
+        if self.metrics_server is not None:
+            self.metrics_server.close()
         if self.failure is not None:
             log.error("mirror-maker stopped on a failure: %s", self.failure)
             return 1
@@ -426,6 +449,8 @@ class MirrorMaker:
         """The fast path: whole fetched chunks, one gate pass and one producer call per chunk."""
         next_chunk = stream.next_chunk
         stopping = self._stopping
+        sizes: dict[tuple[str, str], int] = {}
+        self._byte_counters.append(sizes)
         gate = self.gate
         try:
             while not stopping.is_set():
@@ -439,7 +464,12 @@ class MirrorMaker:
                 try:
                     if stopping.is_set():
                         return
-                    self._mirror_chunk(source, chunk, counts)
+                    if type(chunk) is RawChunk:
+                        self._mirror_raw(source, chunk, counts)
+                        key = (source.name, chunk.topic)
+                        sizes[key] = sizes.get(key, 0) + len(chunk.data)
+                    else:
+                        self._mirror_chunk(source, chunk, counts)
                 finally:
                     gate.leave()
         except BaseException as exc:  # noqa: BLE001
@@ -487,6 +517,37 @@ class MirrorMaker:
             self.skipped_loop += skipped
         source.positions[(topic, partition)] = chunk[-1][2] + 1
 
+    def _mirror_raw(self, source: Source, chunk: RawChunk, counts: dict[tuple[str, str], int]) -> None:
+        """Copy a fetched chunk of one source partition batch by batch, without decoding records
+        (see mirror.rewrite); decoded through ``_mirror_chunk`` when the partition is not kept."""
+        topic, partition = chunk.topic, chunk.partition
+        target = source.cfg.topic_prefix + topic
+        target_count = self.topics.partition_count(target, source.zk, topic)  # type: ignore[union-attr]
+        part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
+        if part is None or chunk.legacy:
+            messages = chunk.decode()
+            if messages:
+                self._mirror_chunk(source, messages, counts)
+        else:
+            producer = self.producer
+            max_bytes = min(producer.batch_size, producer.max_request_size - HEADER_SIZE)  # type: ignore[union-attr]
+            batches, dropped = rewrite_chunk(
+                chunk.data, chunk.min_offset, OriginEncoder(source.cluster_id, topic, partition).value_prefix,
+                self.target_id, max_bytes, producer.batch_count_limit, int(time.time() * 1000))  # type: ignore[union-attr]
+            copied = 0
+            for batch in batches:
+                producer.send_raw_batch(target, part, batch.records, batch.count, batch.base_ts, batch.max_ts,  # type: ignore[union-attr]
+                                        self._on_send)
+                copied += batch.count
+            if copied:
+                key = (source.name, topic)
+                counts[key] = counts.get(key, 0) + copied
+            with self._raw_lock:
+                self.raw_batches += len(batches)
+                self.raw_records += copied
+                self.skipped_loop += dropped
+        source.positions[(topic, partition)] = chunk.next_offset
+
     def _mirror(self, source: Source, msg: Any, counts: dict[tuple[str, str], int]) -> None:
         topic, partition, offset = msg[0], msg[1], msg[2]
         headers = msg[5]
@@ -518,12 +579,17 @@ class MirrorMaker:
             except Exception as exc:  # noqa: BLE001
                 log.warning("stats: %s", exc)
 
+    def record_counts(self) -> dict[tuple[str, str], int]:
+        """Records copied so far per (source name, topic), summed over the copying threads."""
+        return _sum_counters(self._counters)
+
+    def byte_counts(self) -> dict[tuple[str, str], int]:
+        """Source record-batch bytes taken so far per (source name, topic) (raw streams only)."""
+        return _sum_counters(self._byte_counters)
+
     def _report(self) -> dict[str, Any]:
         with self._stats_lock:
-            counts: dict[tuple[str, str], int] = {}
-            for c in list(self._counters):
-                for k, v in list(c.items()):
-                    counts[k] = counts.get(k, 0) + v
+            counts = self.record_counts()
             lags: dict[tuple[str, str], int | None] = {}
             if self.state == "running":
                 for source in self.sources:
@@ -544,9 +610,21 @@ class MirrorMaker:
                 "source_cluster_ids": {s.name: s.cluster_id for s in self.sources},
                 "records_copied": sum(counts.values()),
                 "records_skipped_loop": self.skipped_loop,
+                "raw_batches": self.raw_batches,
+                "raw_records": self.raw_records,
                 "send_failures": self.send_failures,
                 "commits": self.commits,
                 "last_commit_age_s": round(time.monotonic() - self.last_commit, 1),
                 "error": str(self.failure) if self.failure is not None else None,
             }
-            return self._reporter.report(counts, lags, extra)
+            self.last_status = self._reporter.report(counts, lags, extra)
+            return self.last_status
+
+
+def _sum_counters(tables: list[dict[tuple[str, str], int]]) -> dict[tuple[str, str], int]:
+    """Per-thread counters added up; the threads keep counting meanwhile (copies taken first)."""
+    total: dict[tuple[str, str], int] = {}
+    for table in list(tables):
+        for k, v in list(table.items()):
+            total[k] = total.get(k, 0) + v
+    return total

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 _TABLE_SIZE = 1 << 14
 #: zigzag varints of 0 .. 16383: record lengths, offset deltas, small timestamp deltas.
 _VARINT = [encode_varint(i) for i in range(_TABLE_SIZE)]
+VARINT_TABLE = _VARINT  # for other record writers (the mirror's rewrite): built once per process
 _NULL = b"\x01"  # varint(-1): a null key or value
 _NO_HEADERS = b"\x00"
 _ATTRIBUTES = b"\x00"
@@ -113,6 +114,19 @@ class ProducerBatch:
         self.retry_at = 0.0
         self.order = order
         self.completed = False
+
+    @classmethod
+    def of_records(cls, topic: str, partition: int, records: bytes, count: int, base_ts: int,
+                   max_ts: int) -> "ProducerBatch":
+        """A full batch around records framed elsewhere (offset deltas 0..count-1, timestamp
+        deltas against ``base_ts``); ``build`` adds the header and CRC as for any batch."""
+        batch = cls(topic, partition, len(records), count, 0)
+        batch.buf = records  # type: ignore[assignment]  # bytes: never appended to (full)
+        batch.count = count
+        batch.base_ts = base_ts
+        batch.max_ts = max_ts
+        batch.full = True
+        return batch
 
     def try_append(self, ts: int, key: bytes | None, value: bytes | None, headers: bytes) -> int:
         """Append one record; its index in the batch, or -1 when it does not fit."""
@@ -445,6 +459,10 @@ class RecordAccumulator:
             if batches:
                 self._enqueue(topic, partition, batches, max_block, sync)
         return batches
+
+    def append_raw(self, batch: ProducerBatch, max_block: float, sync: bool = False) -> None:
+        """Queue a batch built with ``ProducerBatch.of_records`` after the partition's others."""
+        self._enqueue(batch.topic, batch.partition, [batch], max_block, sync)
 
     def _enqueue(self, topic: str, partition: int, batches: list[ProducerBatch], max_block: float, sync: bool) -> None:
         with self.lock:

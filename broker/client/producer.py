@@ -808,15 +808,55 @@ class Producer:
         touched: list[ProducerBatch] = []
         for p, group in groups.items():
             touched.extend(acc.append_many(topic, p, group, self.max_block, self.sync, limit))
+        self._batches_done(touched, callback)
+        return len(touched)
+
+    def send_raw_batch(
+        self,
+        topic: str,
+        partition: int,
+        records: bytes,
+        count: int,
+        base_ts: int,
+        max_ts: int,
+        callback: Callable[[RecordMetadata | None, BaseException | None], Any] | None = None,
+    ) -> None:
+        """Queue one record batch whose records are framed already (the mirror's raw path).
+
+        ``records``: ``count`` v2 records, uncompressed, offset deltas 0..count-1, timestamp
+        deltas against ``base_ts``; ``max_ts`` their largest timestamp. The producer adds what
+        every batch gets: compression.type, producer id/epoch, sequence, CRC. ``callback`` runs
+        once, like a ``send_batch`` callback."""
+        if self._closed:
+            raise ProducerClosedError("cannot send: the producer is closed")
+        if self._fatal_error is not None:
+            raise self._fatal_error
+        if count < 1:
+            raise ValueError("a record batch needs at least one record")
+        size = len(records) + B.HEADER_SIZE
+        if size > self.max_request_size:
+            raise MessageTooLargeError(
+                f"MESSAGE_TOO_LARGE: a batch to {topic}-{partition} is {size} bytes, larger than max.request.size "
+                f"({self.max_request_size})")
+        info = self._metadata.topic(topic)
+        if info is None or not info.leaders:
+            info = self._metadata.fetch([topic], self.max_block)[topic]
+        if partition not in info.leaders:
+            raise ValueError(f"partition {partition} of topic {topic!r} does not exist (it has {len(info.partitions)})")
+        batch = ProducerBatch.of_records(topic, partition, records, count, base_ts, max_ts)
+        self._accumulator.append_raw(batch, self.max_block, self.sync)
+        self._batches_done([batch], callback)
+
+    def _batches_done(self, batches: list[ProducerBatch], callback: Callable | None) -> None:
+        """One ``callback`` per queued batch; in sync mode, wait for them."""
         if callback is not None or self.sync:
-            futures = [FutureRecordMetadata(batch, 0, batch.base_ts) for batch in touched]
+            futures = [FutureRecordMetadata(batch, 0, batch.base_ts) for batch in batches]
             if callback is not None:
                 for future in futures:
                     future._batch.add_callback(future, CB_JAVA, callback)
             if self.sync:
                 for future in futures:
                     future.get(self.delivery_timeout + self.request_timeout)
-        return len(touched)
 
     def partitions_for(self, topic: str) -> list[int]:
         """The topic's partition ids (fetching metadata, and creating it when allowed)."""

@@ -26,6 +26,9 @@ How it works (DESIGN.md section 5, Kafka 0.8's algorithm):
   send the partition back to the leader-finder thread, which looks the leader up again.
 - Delivery is at least once: the offset committed for a partition is the one after the last
   message the stream iterator has handed to the application.
+- Raw streams (``raw=True``, for copying programs such as the mirror-maker): the fetcher hands
+  over each partition's fetched record batches undecoded (``RawChunk``); ``next_chunk()``
+  returns them as they are, iteration decodes them.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
 from broker.client.connection import BrokerConnectionError
+from broker.client.raw_chunk import RawChunk, multifetch_raw
 from broker.client.rebalance import Blacklist, TopicFilter, Whitelist, range_assign, subscribed_threads, thread_ids
 from broker.client.simple_consumer import (
     EARLIEST_TIME,
@@ -67,6 +71,7 @@ __all__ = [
     "ConsumerRebalanceFailedException",
     "KafkaStream",
     "MessageAndMetadata",
+    "RawChunk",
     "Whitelist",
     "Blacklist",
     "ZookeeperConsumerConnector",
@@ -176,12 +181,14 @@ class KafkaStream:
 
     Iterate it from one thread. With consumer.timeout.ms set, ``next()`` raises
     ConsumerTimeoutException when nothing arrives in time (iteration may continue after it);
-    after ``shutdown()`` it ends.
+    after ``shutdown()`` it ends. A raw stream's fetcher queues RawChunks instead of messages.
     """
 
-    def __init__(self, connector: "ZookeeperConsumerConnector", thread_id: str, max_chunks: int, timeout_ms: int) -> None:
+    def __init__(self, connector: "ZookeeperConsumerConnector", thread_id: str, max_chunks: int, timeout_ms: int,
+                 raw: bool = False) -> None:
         self._connector = connector
         self.thread_id = thread_id
+        self.raw = raw
         self.queue: queue.Queue = queue.Queue(max_chunks)
         self._timeout = None if timeout_ms < 0 else timeout_ms / 1000.0
         self._chunk: list | None = None
@@ -195,6 +202,9 @@ class KafkaStream:
         while True:
             chunk = self._chunk
             if chunk is not None:
+                if type(chunk) is RawChunk:
+                    chunk = self._chunk = chunk.decode()
+                    self._pos = 0
                 pos = self._pos
                 if pos < len(chunk):
                     info = self._info
@@ -220,7 +230,13 @@ class KafkaStream:
             if info.stale:
                 continue
             # skip what was already handed out (a refetch after an error)
-            if info.consumed_offset is not None and messages[0][2] < info.consumed_offset:
+            if type(messages) is RawChunk:
+                consumed = info.consumed_offset
+                if consumed is not None and messages.min_offset < consumed:
+                    if messages.next_offset <= consumed:
+                        continue
+                    messages.min_offset = consumed
+            elif info.consumed_offset is not None and messages[0][2] < info.consumed_offset:
                 messages = [m for m in messages if m[2] >= info.consumed_offset]
                 if not messages:
                     continue
@@ -229,20 +245,26 @@ class KafkaStream:
             self._pos = 0
             return
 
-    def next_chunk(self) -> list[MessageAndMetadata]:
+    def next_chunk(self) -> list[MessageAndMetadata] | RawChunk:
         """The next messages in bulk: the rest of the chunk being iterated, else the next fetched
-        chunk (never empty; all of one partition, in offset order).
+        chunk (never empty; all of one partition, in offset order). On a raw stream a fetched
+        chunk comes as a RawChunk (records from its ``min_offset`` up to its ``next_offset``).
 
         Every message returned counts as handed to the application at once (the consumed
-        offset moves past the last one). Raises ConsumerTimeoutException and StopIteration
-        like ``next()``; the two may be mixed on one stream (from one thread)."""
+        offset moves past the last one, or to a RawChunk's ``next_offset``). Raises
+        ConsumerTimeoutException and StopIteration like ``next()``; the two may be mixed on one
+        stream (from one thread)."""
         while True:
             chunk = self._chunk
             if chunk is not None:
                 pos = self._pos
                 self._chunk = None
                 info = self._info
-                if pos < len(chunk) and not info.stale:  # type: ignore[union-attr]
+                if type(chunk) is RawChunk:
+                    if not info.stale:  # type: ignore[union-attr]
+                        info.consumed_offset = chunk.next_offset  # type: ignore[union-attr]
+                        return chunk
+                elif pos < len(chunk) and not info.stale:  # type: ignore[union-attr]
                     rest = chunk[pos:] if pos else chunk
                     self._pos = len(chunk)
                     info.consumed_offset = rest[-1][2] + 1  # type: ignore[union-attr]
@@ -315,8 +337,7 @@ class _Fetcher(threading.Thread):
             for info in infos:
                 if info.fetch_offset is None:
                     self._reset(consumer, info, cfg)
-            results = consumer.multifetch([(i.topic, i.partition, i.fetch_offset, size) for i in infos],
-                                          max_wait_ms=cfg.fetch_wait_max_ms, min_bytes=cfg.fetch_min_bytes)
+            results = self._fetch(consumer, cfg, infos, size)
             if self.stopped:
                 return
             self.manager.last_error = None
@@ -340,6 +361,20 @@ class _Fetcher(threading.Thread):
                         return
                 if result.next_offset > info.fetch_offset:  # type: ignore[operator]
                     info.fetch_offset = result.next_offset
+
+    @staticmethod
+    def _fetch(consumer: SimpleConsumer, cfg: ConsumerConfig, infos: list[PartitionTopicInfo], size: int) -> dict:
+        """{(topic, partition): MessageSet or RawChunk}: raw streams' partitions fetched undecoded."""
+        decoded = [(i.topic, i.partition, i.fetch_offset, size) for i in infos if not i.stream.raw]
+        raw = [(i.topic, i.partition, i.fetch_offset, size) for i in infos if i.stream.raw]
+        results: dict = {}
+        if decoded:
+            results.update(consumer.multifetch(decoded, max_wait_ms=cfg.fetch_wait_max_ms,
+                                               min_bytes=cfg.fetch_min_bytes))
+        if raw:
+            results.update(multifetch_raw(consumer, raw, 0 if decoded else cfg.fetch_wait_max_ms,
+                                          cfg.fetch_min_bytes))
+        return results
 
     def _reset(self, consumer: SimpleConsumer, info: PartitionTopicInfo, cfg: ConsumerConfig) -> None:
         offsets = consumer.get_offsets_before(info.topic, info.partition, _RESET[cfg.auto_offset_reset], 1)
@@ -499,8 +534,10 @@ class ZookeeperConsumerConnector:
 
     # ------------------------------------------------------------------ streams
 
-    def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
-        """Streams per topic: {"topic": n} gives n streams for it; each stream is iterable."""
+    def create_message_streams(self, topic_count: Mapping[str, int], raw: bool = False) -> dict[str, list[KafkaStream]]:
+        """Streams per topic: {"topic": n} gives n streams for it; each stream is iterable.
+
+        ``raw``: the streams' ``next_chunk()`` gives undecoded RawChunks (see KafkaStream)."""
         if not topic_count:
             raise ValueError("create_message_streams needs at least one topic")
         existing = set(self.zk.all_topics())
@@ -514,7 +551,7 @@ class ZookeeperConsumerConnector:
             for topic, n in topic_count.items():
                 if int(n) < 1:
                     raise ValueError(f"topic {topic!r}: the number of streams must be at least 1")
-                streams = [self._new_stream(tid) for tid in thread_ids(self.consumer_id, int(n))]
+                streams = [self._new_stream(tid, raw) for tid in thread_ids(self.consumer_id, int(n))]
                 for s in streams:
                     self._streams[(topic, s.thread_id)] = s
                 result[topic] = streams
@@ -523,15 +560,18 @@ class ZookeeperConsumerConnector:
         self._start()
         return result
 
-    def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1) -> list[KafkaStream]:
-        """``num_streams`` streams fed by every topic the Whitelist/Blacklist allows, now and later."""
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter, num_streams: int = 1,
+                                         raw: bool = False) -> list[KafkaStream]:
+        """``num_streams`` streams fed by every topic the Whitelist/Blacklist allows, now and later.
+
+        ``raw``: the streams' ``next_chunk()`` gives undecoded RawChunks (see KafkaStream)."""
         if not isinstance(topic_filter, (Whitelist, Blacklist)):
             raise TypeError("topic_filter must be a Whitelist or a Blacklist")
         if num_streams < 1:
             raise ValueError("the number of streams must be at least 1")
         with self._lock:
             self._check_unsubscribed()
-            streams = [self._new_stream(tid) for tid in thread_ids(self.consumer_id, num_streams)]
+            streams = [self._new_stream(tid, raw) for tid in thread_ids(self.consumer_id, num_streams)]
             for s in streams:
                 self._streams[(None, s.thread_id)] = s
             self._subscription = {topic_filter.regex: num_streams}
@@ -540,8 +580,8 @@ class ZookeeperConsumerConnector:
         self._start()
         return streams
 
-    def _new_stream(self, tid: str) -> KafkaStream:
-        s = KafkaStream(self, tid, self.config.queued_max_message_chunks, self.config.consumer_timeout_ms)
+    def _new_stream(self, tid: str, raw: bool = False) -> KafkaStream:
+        s = KafkaStream(self, tid, self.config.queued_max_message_chunks, self.config.consumer_timeout_ms, raw)
         self._all_streams.append(s)
         return s
 

@@ -133,6 +133,8 @@ def test_two_datacenters_sigkill_mid_stream(clusters, mirrors, capsys):
     status = json.loads(m2.status_file.read_text())
     assert status["state"] == "stopped"
     assert set(status["sources"]) == {"dc1", "dc2"}
+    # equal partition counts: every copy went over the raw path (batches rewritten, not decoded)
+    assert status["raw_records"] == status["records_copied"] > 0 and status["raw_batches"] > 0
 
 
 def test_two_way_mirroring_does_not_loop(clusters, mirrors):
@@ -162,6 +164,9 @@ def test_two_way_mirroring_does_not_loop(clusters, mirrors):
         assert len(copies) == 200
         assert all([o.cluster_id for o in origins(m.headers)] == [other] for m in copies)
     assert ab.stop() == 0 and ba.stop() == 0
+    for m in (ab, ba):  # the raw path copied the 200 native records and dropped the 200 copies
+        status = json.loads(m.status_file.read_text())
+        assert status["raw_records"] == 200 and status["records_skipped_loop"] == 200, status
 
 
 def test_whitelist_pickup_and_blacklist(clusters, mirrors):
