@@ -4,12 +4,16 @@ and Airflow tasks.
 - ``Producer``: batching sync/async producer (murmur2 partitioning, compression, idempotence).
 - ``SimpleConsumer``: the stateless low-level consumer of the original design.
 - ``ZookeeperConsumerConnector``: the high-level consumer, with the original rebalance algorithm.
+- ``GroupConsumer``: a consumer-group member through the brokers' group coordinator (Kafka's
+  classic group protocol, KafkaConsumer semantics); shares groups with librdkafka and Java clients.
 - ``AdminClient``: create, delete, describe and alter topics.
 """
 
 from broker.client.accumulator import FutureRecordMetadata, RecordMetadata
 from broker.client.admin import AdminClient, PartitionDescription, TopicDescription
 from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.group_config import GroupConsumerConfig
+from broker.client.group_consumer import GroupConsumer, NoOffsetForPartitionError, TopicPartition
 from broker.client.metadata import ClusterMetadata, KafkaTimeoutError, TopicInfo
 from broker.client.partitioner import (
     DefaultPartitioner,
@@ -50,6 +54,8 @@ __all__ = [
     "DefaultPartitioner",
     "EARLIEST_TIME",
     "FutureRecordMetadata",
+    "GroupConsumer",
+    "GroupConsumerConfig",
     "KafkaStream",
     "KafkaTimeoutError",
     "KeyRoundRobinPartitioner",
@@ -57,6 +63,7 @@ __all__ = [
     "LeaderNotAvailableError",
     "MessageAndMetadata",
     "MessageSet",
+    "NoOffsetForPartitionError",
     "PartitionDescription",
     "Partitioner",
     "Producer",
@@ -66,6 +73,7 @@ __all__ = [
     "SimpleConsumer",
     "TopicDescription",
     "TopicInfo",
+    "TopicPartition",
     "Whitelist",
     "ZookeeperConsumerConnector",
     "load_partitioner",

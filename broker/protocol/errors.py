@@ -129,6 +129,18 @@ TopicDeletionDisabledError = _error("TopicDeletionDisabledError", ErrorCode.TOPI
 UnsupportedCompressionTypeError = _error("UnsupportedCompressionTypeError", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 InvalidRecordError = _error("InvalidRecordError", ErrorCode.INVALID_RECORD)
 InvalidTimestampError = _error("InvalidTimestampError", ErrorCode.INVALID_TIMESTAMP)
+# consumer groups (the classic group protocol)
+CoordinatorLoadInProgressError = _error("CoordinatorLoadInProgressError", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+CoordinatorNotAvailableError = _error("CoordinatorNotAvailableError", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+NotCoordinatorError = _error("NotCoordinatorError", ErrorCode.NOT_COORDINATOR)
+IllegalGenerationError = _error("IllegalGenerationError", ErrorCode.ILLEGAL_GENERATION)
+InconsistentGroupProtocolError = _error("InconsistentGroupProtocolError", ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+InvalidGroupIdError = _error("InvalidGroupIdError", ErrorCode.INVALID_GROUP_ID)
+UnknownMemberIdError = _error("UnknownMemberIdError", ErrorCode.UNKNOWN_MEMBER_ID)
+InvalidSessionTimeoutError = _error("InvalidSessionTimeoutError", ErrorCode.INVALID_SESSION_TIMEOUT)
+RebalanceInProgressError = _error("RebalanceInProgressError", ErrorCode.REBALANCE_IN_PROGRESS)
+GroupAuthorizationFailedError = _error("GroupAuthorizationFailedError", ErrorCode.GROUP_AUTHORIZATION_FAILED)
+GroupMaxSizeReachedError = _error("GroupMaxSizeReachedError", ErrorCode.GROUP_MAX_SIZE_REACHED)
 
 
 class ProtocolDecodeError(ValueError):

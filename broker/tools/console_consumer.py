@@ -2,7 +2,9 @@
 
 With ``--zookeeper`` it is a ZookeeperConsumerConnector in a group (``--group``, or a
 throw-away ``console-consumer-NNNNN`` group removed at exit, as Kafka 0.8 did). With
-``--bootstrap-server`` it reads every partition directly with SimpleConsumer (no group).
+``--bootstrap-server`` and ``--group`` it is a GroupConsumer, a member of the group through the
+brokers' group coordinator that commits what it printed on exit; without ``--group`` it reads
+every partition directly with SimpleConsumer (no group, nothing committed).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import argparse
 import random
 import sys
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.rebalance import Whitelist
@@ -21,12 +23,8 @@ from broker.config import ConfigError
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
 
-GROUP_NEEDS_COORDINATOR = (
-    "--group with --bootstrap-server needs a group-protocol consumer, which logbus's own clients do "
-    "not have (the brokers serve groups to librdkafka, kafka-python and Java clients); "
-    "use --zookeeper HOST:PORT[/chroot] with --group, or drop --group to read without one"
-)
-
+if TYPE_CHECKING:
+    from broker.client.group_consumer import GroupConsumer
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
@@ -36,13 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--topic", help="the topic to consume")
     what.add_argument("--whitelist", help="a regex of topics to consume")
     parser.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (no committed one)")
-    parser.add_argument("--group", help="the consumer group (--zookeeper only)")
+    parser.add_argument("--group", help="the consumer group (with --bootstrap-server: through the group coordinator)")
     parser.add_argument("--max-messages", type=int, default=-1, help="exit after this many messages")
     parser.add_argument("--timeout-ms", type=int, default=-1, help="exit when no message arrives for this long")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="print.key, key.separator, print.offset, print.partition, print.timestamp")
     parser.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
-                        help="a consumer config (--zookeeper), e.g. fetch.message.max.bytes=2097152")
+                        help="a consumer config, e.g. fetch.message.max.bytes=2097152 (--zookeeper) "
+                             "or session.timeout.ms=10000 (--bootstrap-server --group)")
 
 
 def _parse_kv(items: list[str], flag: str) -> dict[str, str]:
@@ -147,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
     consumer_props = _parse_kv(args.consumer_property, "--consumer-property")
     out = sys.stdout.buffer
     count = 0
+    if args.bootstrap_server and args.group:
+        return _run_group(args, fmt, consumer_props)
     if args.bootstrap_server:
-        if args.group:
-            raise CommandError(GROUP_NEEDS_COORDINATOR)
         try:
             for m in bootstrap_messages(args.bootstrap_server, [args.topic] if args.topic else None, args.whitelist,
                                         args.from_beginning, timeout_ms=args.timeout_ms):
@@ -168,6 +167,58 @@ def run(args: argparse.Namespace) -> int:
         print(f"Processed a total of {count} messages", file=sys.stderr)
         return 0
     return _run_zookeeper(args, fmt, consumer_props)
+
+
+def _run_group(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[str, str]) -> int:
+    """A member of ``--group`` through the brokers' group coordinator; commits what it printed."""
+    from broker.client.group_consumer import GroupConsumer
+
+    props = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group, "client.id": "console-consumer",
+             "auto.offset.reset": "earliest" if args.from_beginning else "latest", **consumer_props}
+    out = sys.stdout.buffer
+    count = 0
+    try:
+        consumer = GroupConsumer(props)
+        if args.topic:
+            consumer.subscribe([args.topic])
+        else:
+            consumer.subscribe(pattern=Whitelist(args.whitelist).regex)
+    except (ConfigError, ValueError) as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        last_message = time.monotonic()
+        try:
+            while count != args.max_messages:
+                left = 1.0 if args.timeout_ms < 0 else last_message + args.timeout_ms / 1000 - time.monotonic()
+                wait = max(min(1.0, left), 0.0)
+                # never take more than --max-messages, so the commit covers exactly what was printed
+                records = consumer.poll(wait, max_records=args.max_messages - count if args.max_messages > 0 else None)
+                for m in records:
+                    out.write(fmt.format(m))
+                count += len(records)
+                if records:
+                    last_message = time.monotonic()
+                elif args.timeout_ms >= 0 and (time.monotonic() - last_message) * 1000 >= args.timeout_ms:
+                    break
+        except KeyboardInterrupt:
+            pass
+        out.flush()
+        _commit_quietly(consumer)
+    except (BrokerConnectionError, KafkaError) as exc:
+        raise CommandError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        out.flush()
+        consumer.close()
+    print(f"Processed a total of {count} messages", file=sys.stderr)
+    return 0
+
+
+def _commit_quietly(consumer: "GroupConsumer") -> None:
+    """Commit what was printed; a failure (the group rebalancing, the coordinator gone) is one line."""
+    try:
+        consumer.commit()
+    except (BrokerConnectionError, KafkaError) as exc:
+        print(f"could not commit offsets: {exc}", file=sys.stderr)
 
 
 def _run_zookeeper(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[str, str]) -> int:
