@@ -154,10 +154,9 @@ def commit_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
 
 def summary(cfg: LoaderConfig, run_id: str) -> dict:
     """Rows per topic and partition, offset ranges, validation and locations of a committed run."""
-    from pipelines.fs import open_fs
     from pipelines.manifest import OffsetStore
 
-    fs = open_fs(cfg.warehouse, user=cfg.webhdfs_user)
+    fs = cfg.warehouse_fs()
     store = OffsetStore(fs)
     out: dict[str, Any] = {"run_id": run_id, "warehouse": cfg.warehouse, "topics": {}}
     for topic in store.topics():

@@ -11,9 +11,12 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
+
+if TYPE_CHECKING:
+    from pipelines.fs import WarehouseFS
 
 FORMATS = ("raw", "utf8", "json")
 FIELD_TYPES = ("string", "int", "long", "float", "double", "boolean", "timestamp", "binary", "json")
@@ -118,11 +121,18 @@ class LoaderConfig:
     spark_app_name: str = "logbus-loader"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     webhdfs_user: str | None = None
+    webhdfs_address: str | None = None    # host:port of the namenode's HTTP server (hdfs:// outside Spark)
     schedule: str = "@hourly"
     source: str = "<dict>"
     groups: tuple[GroupSpec, ...] = ()    # none configured: one group "all" with every topic
     airflow: Mapping[str, Any] = field(default_factory=dict)  # catchup, start_date, load, spark_submit
     metrics: MetricsConfig = MetricsConfig()
+
+    def warehouse_fs(self, spark=None) -> "WarehouseFS":
+        """The warehouse's filesystem (``pipelines.fs.open_fs`` with this config's HDFS settings)."""
+        from pipelines.fs import open_fs
+
+        return open_fs(self.warehouse, user=self.webhdfs_user, spark=spark, webhdfs_address=self.webhdfs_address)
 
     def spec_for(self, topic: str) -> TopicSpec | None:
         for spec in self.topics:
@@ -258,7 +268,11 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     _no_unknown(spark, {"master", "app_name", "conf"}, "spark.")
 
     webhdfs = _mapping(raw, "webhdfs")
-    _no_unknown(webhdfs, {"user"}, "webhdfs.")
+    _no_unknown(webhdfs, {"user", "address"}, "webhdfs.")
+    address = webhdfs.get("address")
+    if address is not None and not re.fullmatch(r"[^\s:/]+:\d+", str(address)):
+        raise ConfigError("webhdfs.address", f"{address!r} is not host:port (the namenode's HTTP address, "
+                                             "e.g. namenode:9870)")
     schedule = str(raw.get("schedule", "@hourly"))
     airflow = dict(_mapping(raw, "airflow"))
     _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args"}, "airflow.")
@@ -273,7 +287,7 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         request_timeout_ms=request_timeout, max_error_ratio=float(ratio),
         parquet_compression=compression, row_group_size=row_group, parquet_writer=writer, spark_master=master, spark_app_name=app_name,
         spark_conf={str(k): str(v) for k, v in conf.items()}, webhdfs_user=webhdfs.get("user"),
-        schedule=schedule, source=source, airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")),
+        webhdfs_address=str(address) if address is not None else None, schedule=schedule, source=source, airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")),
     )
     groups = _groups(raw.get("groups"))
     if groups:

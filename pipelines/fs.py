@@ -269,14 +269,20 @@ class HadoopFS(WarehouseFS):
         return int(self._fs.getFileStatus(self._p(path)).getLen())
 
 
-def open_fs(url: str, user: str | None = None, spark=None) -> WarehouseFS:
+def open_fs(url: str, user: str | None = None, spark=None, webhdfs_address: str | None = None) -> WarehouseFS:
+    """The filesystem of a warehouse URL. ``hdfs://`` goes through Spark's Hadoop client when a
+    SparkSession is given, else through WebHDFS at ``webhdfs_address`` (the namenode's HTTP
+    host:port): that is how Airflow's tasks read plans and manifests outside Spark."""
     scheme = url.split("://", 1)[0]
     if scheme == "file":
         return LocalFS(url)
     if scheme == "webhdfs":
         return WebHdfsFS(url, user=user)
     if scheme == "hdfs":
-        if spark is None:
-            raise ValueError("an hdfs:// warehouse is reached through Spark's Hadoop client: a SparkSession is needed")
-        return HadoopFS(url, spark)
+        if spark is not None:
+            return HadoopFS(url, spark)
+        if webhdfs_address:
+            return WebHdfsFS(f"webhdfs://{webhdfs_address}{urlparse(url).path or '/'}", user=user)
+        raise ValueError(f"{url}: outside Spark an hdfs:// warehouse is reached through WebHDFS: "
+                         "set webhdfs.address to the namenode's HTTP host:port (e.g. namenode:9870)")
     raise ValueError(f"unsupported warehouse URL {url!r} (file://, hdfs://, webhdfs://)")

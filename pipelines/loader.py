@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, TextIO
 
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
-from pipelines.fs import open_fs
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
 from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs, select_topics
@@ -126,9 +125,9 @@ class Loader:
     @property
     def fs(self):
         if self._fs is None:
-            needs_spark = self.config.warehouse.startswith("hdfs://")
-            self._fs = open_fs(self.config.warehouse, user=self.config.webhdfs_user,
-                               spark=self.spark if needs_spark else None)
+            # hdfs:// plans and manifests: WebHDFS when its address is configured, else Spark's client
+            needs_spark = self.config.warehouse.startswith("hdfs://") and not self.config.webhdfs_address
+            self._fs = self.config.warehouse_fs(spark=self.spark if needs_spark else None)
         return self._fs
 
     @property

@@ -281,11 +281,10 @@ def _copy_tree(fs, local_dir: str, target: str) -> None:
 def run_manifests(config: LoaderConfig, run_id: str, store=None) -> dict[str, dict]:
     """{topic: manifest} of a run: the committed manifest, or for a loaded but uncommitted run the
     manifest ``commit`` would write (its plan plus ``<run_id>.loaded.json``)."""
-    from pipelines.fs import open_fs
     from pipelines.manifest import OffsetStore, build_manifest
 
     if store is None:
-        store = OffsetStore(open_fs(config.warehouse, user=config.webhdfs_user))
+        store = OffsetStore(config.warehouse_fs())
     out = {}
     for topic in store.topics():
         if not any(s.matches(topic) for s in config.topics):
@@ -305,10 +304,9 @@ def run_manifests(config: LoaderConfig, run_id: str, store=None) -> dict[str, di
 
 def validate_run(config: LoaderConfig, run_id: str, raise_on_failure: bool = True) -> RunValidation:
     """Validate every topic of a run; raises ``ValidationFailed`` (naming the failed checks) if any fails."""
-    from pipelines.fs import open_fs
     from pipelines.manifest import OffsetStore
 
-    fs = open_fs(config.warehouse, user=config.webhdfs_user)
+    fs = config.warehouse_fs()
     manifests = run_manifests(config, run_id, OffsetStore(fs))
     if not manifests:
         raise ValueError(f"no run {run_id!r} of these topics in {config.warehouse}")

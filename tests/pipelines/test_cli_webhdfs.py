@@ -93,3 +93,19 @@ def test_cli_against_webhdfs(broker, spark, tmp_path, webhdfs, capsys):
     assert main(["run", "--config", str(bad)]) == 1
     err = capsys.readouterr().err.strip()
     assert err == "logbus load: error: bad loader config: out_of_range: 'sometimes' is not one of fail, earliest"
+
+
+def test_hdfs_warehouse_outside_spark_goes_through_webhdfs(webhdfs, tmp_path):
+    """Airflow's tasks read an hdfs:// warehouse's plans and manifests without Spark: through
+    WebHDFS at webhdfs.address; without that key the error names it."""
+    from pipelines.config import ConfigError, parse_config
+
+    raw = loader_config("127.0.0.1:1", tmp_path, [json_topic("t")])
+    raw["warehouse"] = "hdfs://namenode:8020/warehouse"
+    with pytest.raises(ValueError, match="webhdfs.address"):
+        parse_config(raw).warehouse_fs()
+    with pytest.raises(ConfigError, match="webhdfs.address"):
+        parse_config({**raw, "webhdfs": {"address": "namenode"}})
+    fs = parse_config({**raw, "webhdfs": {"address": webhdfs.address}}).warehouse_fs()
+    fs.write_bytes("t/_offsets/run.manifest.json", b"{}")
+    assert WebHdfsFS(f"webhdfs://{webhdfs.address}/warehouse").read_bytes("t/_offsets/run.manifest.json") == b"{}"
