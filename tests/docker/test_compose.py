@@ -189,7 +189,11 @@ def test_airflow_loader_config_loads(compose: dict[str, Any]) -> None:
     airflow = compose["services"]["airflow"]
     path = _repo_path(airflow["environment"]["LOGBUS_LOADER_CONFIG"], _bind_mounts(airflow), _dockerfile_copies())
     config = load_config(str(path))
-    assert config.warehouse.startswith("webhdfs://namenode:"), config.warehouse
+    # the real HDFS of the compose file: data through Spark's Hadoop client, manifests through WebHDFS
+    assert config.warehouse.startswith("hdfs://namenode:8020/"), config.warehouse
+    assert config.parquet_writer == "spark" and config.webhdfs_address == "namenode:9870"
+    hdfs_ports = {p.split(":")[0] for p in compose["services"]["namenode"].get("ports", [])}
+    assert "9870" in hdfs_ports
     dags_target = airflow["environment"]["AIRFLOW__CORE__DAGS_FOLDER"]
     assert _repo_path(dags_target, _bind_mounts(airflow), _dockerfile_copies()) == ROOT / "dags"
 
