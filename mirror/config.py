@@ -1,7 +1,9 @@
 """The mirror-maker's settings: Kafka's MirrorMaker flags plus the consumer/producer .properties files.
 
 Keys the mirror reads from a ``--consumer.config`` file besides the ZooKeeper consumer's own
-(``zookeeper.connect``, ``group.id``, ``auto.offset.reset``, ``fetch.*``, ...):
+(``zookeeper.connect``, ``group.id``, ``auto.offset.reset``, ``fetch.*``, ...). A file with
+``bootstrap.servers`` and no ``zookeeper.connect`` is a group-protocol source: its keys are
+translated for GroupConsumer by ``mirror.group_props`` (checked here, so a bad key stops the start).
 
 - ``mirror.source.name``  a name for this source in logs and ``--status`` (default: the cluster id)
 - ``topic.prefix``        prefix put before this source's topic names in the aggregate cluster
@@ -14,6 +16,7 @@ See conf/mirror-maker.properties for every key with its default.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import tempfile
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.config import ConfigError, load_properties
+from mirror.group_props import check_group_props
 
 MIRROR_SOURCE_KEYS = ("mirror.source.name", "topic.prefix")
 DEFAULT_GROUP = "logbus-mirror-maker"
@@ -112,6 +116,14 @@ def _bool(value: Any, key: str) -> bool:
     raise ConfigError(f"Invalid value {value!r} for {key}: expected true or false", key)
 
 
+def _addresses(source: SourceConfig) -> set[str]:
+    """What names a source's cluster: its ZooKeeper (with chroot), else its bootstrap brokers.
+    (A ZooKeeper source and a bootstrap one of the same cluster are caught by cluster id at start.)"""
+    if source.zookeeper_connect:
+        return {source.zookeeper_connect}
+    return {a.strip().lower() for a in source.bootstrap_servers.split(",") if a.strip()}
+
+
 def _load(path: str, what: str) -> dict[str, str]:
     if not Path(path).is_file():
         raise ConfigError(f"{what} file {path} does not exist", what)
@@ -174,14 +186,13 @@ def build_config(
             raise ConfigError(f"{path}: set zookeeper.connect (or bootstrap.servers) of the source cluster",
                               "zookeeper.connect")
         if not props.get("zookeeper.connect"):
-            raise ConfigError(
-                f"{path}: a bootstrap.servers-only source needs the broker group coordinator (issue 5), "
-                "which this mirror-maker does not use yet; give the source's zookeeper.connect",
-                "bootstrap.servers")
+            check_group_props(path, props)  # a group-protocol source: its keys must make sense there
         sources.append(SourceConfig(i, path, props, name, prefix))
-    zks = [s.zookeeper_connect for s in sources]
-    if len(set(zks)) != len(zks):
-        raise ConfigError("two --consumer.config files name the same source cluster", "zookeeper.connect")
+    for a, b in itertools.combinations(sources, 2):
+        if _addresses(a) & _addresses(b):
+            raise ConfigError(f"{a.path} and {b.path} name the same source cluster "
+                              f"({', '.join(sorted(_addresses(a) & _addresses(b)))})",
+                              "zookeeper.connect" if a.zookeeper_connect else "bootstrap.servers")
 
     producer = {**PRODUCER_DEFAULTS, **_load(producer_config, "producer.config")}
     acks = producer.get("acks", producer.get("request.required.acks", "all")).strip().lower()

@@ -2,7 +2,10 @@
 
 Shape (Kafka 0.8's MirrorMaker): one ZookeeperConsumerConnector per source cluster, each with
 ``num.streams`` streams over the whitelist/blacklist; one thread per stream reads records and
-sends them with the single Producer (acks=all, idempotent) into the aggregate cluster.
+sends them with the single Producer (acks=all, idempotent) into the aggregate cluster. A source
+given only ``bootstrap.servers`` is a ``mirror.group_source.GroupSource`` instead (``num.streams``
+members of a standard consumer group) behind the same methods: cluster id, partition counts and
+topic configs of a source topic, streams, ``commit(positions)``, the lag probe, shutdown.
 
 Commit protocol (no data loss):
 
@@ -12,7 +15,8 @@ Commit protocol (no data loss):
 - Every ``offset.commit.interval.ms`` the committer closes the gate (waits for sends in
   progress; new ones wait), snapshots the positions, flushes the producer (every record sent
   before is acknowledged by all in-sync replicas), reopens the gate and writes the snapshot to
-  the source's ``/consumers/<group>/offsets/<topic>/<partition>``.
+  the source's ``/consumers/<group>/offsets/<topic>/<partition>`` (a group source hands it to its
+  members, which commit it to the group coordinator from their own threads).
 - A send that fails for good (after the producer's retries, within delivery.timeout.ms) sets
   the failure: nothing more is committed and the mirror stops (abort.on.send.failure=true, the
   default). So a restart resumes from offsets whose records are all in the aggregate cluster;
@@ -54,6 +58,8 @@ from broker.cluster.ids import CLUSTER_ID_PATH
 from broker.cluster.zk import ZkClient
 from broker.protocol.batch import HEADER_SIZE
 from mirror.config import MirrorConfig, SourceConfig
+from mirror.errors import MirrorError
+from mirror.group_source import GroupSource
 from mirror.metrics import MetricsServer, MirrorMetrics
 from broker.client.accumulator import VARINT_TABLE
 from broker.client.accumulator import encode_headers
@@ -65,10 +71,6 @@ from mirror.topics import TargetAdmin, TargetTopics, choose_partition
 log = logging.getLogger("mirror")
 
 import json  # noqa: E402  (kept apart: used only for the cluster id)
-
-
-class MirrorError(RuntimeError):
-    """The mirror stopped because of a failure (a send that failed for good, a dead source thread...)."""
 
 
 class Gate:
@@ -145,7 +147,8 @@ class Source:
     def zk(self) -> ZkClient:
         return self.connector.zk  # type: ignore[union-attr]
 
-    def start(self, topic_filter, num_streams: int, stop: threading.Event, prepare=None) -> None:
+    def start(self, topic_filter, num_streams: int, stop: threading.Event, prepare=None, flushed=None) -> None:
+        """Join the group and make the streams (``flushed`` is for sources that commit on a rebalance)."""
         self.connector = ZookeeperConsumerConnector(self.cfg.consumer_props)
         self.cluster_id = read_cluster_id(self.zk, timeout=300.0, stop=stop)
         if not self.cfg.name:
@@ -197,13 +200,20 @@ class Source:
                 self.partition_counts[topic] = count
         return count
 
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """The source topic's per-topic configs (``/config/topics/<topic>``), for its target."""
+        return self.zk.topic_config(topic) or {}
+
     def commit(self, positions: dict[tuple[str, int], int]) -> int:
-        """Write changed offsets to ZooKeeper; returns how many were written."""
+        """Write changed offsets of the partitions still owned to ZooKeeper; returns how many were written."""
+        if self.connector is None:
+            return 0
+        owned = self.connector.owned_partitions()
         zk = self.zk.client
         written = 0
         base = f"/consumers/{self.cfg.group}/offsets"
         for (topic, partition), offset in sorted(positions.items()):
-            if self.committed.get((topic, partition)) == offset:
+            if (topic, partition) not in owned or self.committed.get((topic, partition)) == offset:
                 continue
             path = f"{base}/{topic}/{partition}"
             data = str(offset).encode()
@@ -225,12 +235,17 @@ class Source:
             self.connector.shutdown()
 
 
+def make_source(cfg: SourceConfig) -> "Source | GroupSource":
+    """A ZooKeeper source when the config names ``zookeeper.connect``, else a group-protocol one."""
+    return Source(cfg) if cfg.zookeeper_connect else GroupSource(cfg)
+
+
 class MirrorMaker:
     """Build with a MirrorConfig; ``run()`` until SIGTERM/``stop()`` or a failure; returns an exit code."""
 
     def __init__(self, config: MirrorConfig) -> None:
         self.config = config
-        self.sources = [Source(s) for s in config.sources]
+        self.sources = [make_source(s) for s in config.sources]
         self.gate = Gate()
         self.producer: Producer | None = None
         self.admin: TargetAdmin | None = None
@@ -293,7 +308,11 @@ class MirrorMaker:
                  cfg.whitelist if cfg.whitelist is not None else cfg.blacklist, len(self.sources), cfg.num_streams)
         topic_filter = cfg.topic_filter()
         for source in self.sources:
-            source.start(topic_filter, cfg.num_streams, self._stop_requested, self._prepare_targets)
+            source.start(topic_filter, cfg.num_streams, self._stop_requested, self._prepare_targets, self._flushed)
+            twin = next((s for s in self.sources if s is not source and s.cluster_id == source.cluster_id), None)
+            if twin is not None:
+                raise MirrorError(f"sources {twin.name} and {source.name} are the same cluster ({source.cluster_id}): "
+                                  "give one --consumer.config per source cluster")
             if source.cluster_id == self.target_id:
                 log.warning("source %s is the aggregate cluster itself: every record will be skipped", source.name)
             for i, stream in enumerate(source.streams):
@@ -317,7 +336,7 @@ class MirrorMaker:
                 if self._stopping.is_set():
                     return
                 try:
-                    self.topics.partition_count(source.cfg.topic_prefix + topic, source.zk, topic)  # type: ignore[union-attr]
+                    self.topics.partition_count(source.cfg.topic_prefix + topic, source, topic)  # type: ignore[union-attr]
                     source.source_partition_count(topic, 0)
                 except Exception as exc:  # noqa: BLE001 - the copying thread tries again and reports
                     log.debug("preparing the target of %s: %s", topic, exc)
@@ -363,14 +382,20 @@ class MirrorMaker:
             return
         written = 0
         for source, positions in zip(self.sources, snapshot):
-            if source.connector is None:
-                continue
-            owned = source.connector.owned_partitions()
-            written += source.commit({tp: off for tp, off in positions.items() if tp in owned})
+            written += source.commit(positions)
         self.commits += 1
         self.last_commit = time.monotonic()
         self.last_commit_time = time.time()
         log.debug("committed %d offsets", written)
+
+    def _flushed(self) -> bool:
+        """Flush the producer with the senders held at the gate; True when no send has failed, so
+        positions noted before the call may be committed (a group source's rebalance uses it)."""
+        if self.producer is None:
+            return False
+        with self.gate.exclusive():
+            self.producer.flush()
+        return self.failure is None
 
     def _close(self, final_commit: bool) -> int:
         self.state = "stopping"
@@ -484,7 +509,7 @@ class MirrorMaker:
         first = chunk[0]
         topic, partition = first[0], first[1]
         target = source.cfg.topic_prefix + topic
-        target_count = self.topics.partition_count(target, source.zk, topic)  # type: ignore[union-attr]
+        target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
         part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
         encoder = OriginEncoder(source.cluster_id, topic, partition)
         prefix, block_head = encoder.value_prefix, encoder.block_head
@@ -522,7 +547,7 @@ class MirrorMaker:
         (see mirror.rewrite); decoded through ``_mirror_chunk`` when the partition is not kept."""
         topic, partition = chunk.topic, chunk.partition
         target = source.cfg.topic_prefix + topic
-        target_count = self.topics.partition_count(target, source.zk, topic)  # type: ignore[union-attr]
+        target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
         part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
         if part is None or chunk.legacy:
             messages = chunk.decode()
@@ -556,7 +581,7 @@ class MirrorMaker:
             source.positions[(topic, partition)] = offset + 1
             return
         target = source.cfg.topic_prefix + topic
-        target_count = self.topics.partition_count(target, source.zk, topic)  # type: ignore[union-attr]
+        target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
         part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
         ts = msg[6]
         self.producer.send(  # type: ignore[union-attr]

@@ -2,7 +2,8 @@
 
 ``logbus mirror-maker --status [--status.file F]`` prints the file a running mirror writes
 (atomically, every ``stats.interval.ms``). Lag is the source partition's log end offset (asked
-of its leader with ListOffsets) minus the next offset the mirror will copy, summed per topic.
+of its leader with ListOffsets; the leader found in the source's ZooKeeper, or by Metadata for a
+``bootstrap.servers`` source) minus the next offset the mirror will copy, summed per topic.
 """
 
 from __future__ import annotations
@@ -27,6 +28,24 @@ class LagProbe:
 
     def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         result: dict[tuple[str, int], int] = {}
+        try:
+            leaders = self._leaders(partitions)
+        except Exception:  # noqa: BLE001 - a source that is away has unknown lag
+            self._drop_all()
+            return result
+        for (topic, partition), address in leaders.items():
+            try:
+                consumer = self._consumers.get(address)
+                if consumer is None:
+                    consumer = self._consumers[address] = SimpleConsumer(address[0], address[1], timeout=5.0)
+                result[(topic, partition)] = consumer.latest_offset(topic, partition)
+            except Exception:  # noqa: BLE001 - a leader that is away: unknown lag
+                self._drop_all()
+        return result
+
+    def _leaders(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, int]]:
+        """(host, port) of each partition's leader; partitions without one are left out."""
+        out: dict[tuple[str, int], tuple[str, int]] = {}
         for topic, partition in partitions:
             try:
                 state = self.zk.partition_state(topic, partition)
@@ -34,16 +53,11 @@ class LagProbe:
                     continue
                 info = self.zk.broker_info(state.leader)
                 endpoint = info.endpoint("PLAINTEXT") if info else None
-                if endpoint is None:
-                    continue
-                address = (endpoint.host or "127.0.0.1", endpoint.port)
-                consumer = self._consumers.get(address)
-                if consumer is None:
-                    consumer = self._consumers[address] = SimpleConsumer(address[0], address[1], timeout=5.0)
-                result[(topic, partition)] = consumer.latest_offset(topic, partition)
-            except Exception:  # noqa: BLE001 - a source that is away has unknown lag
-                self._drop_all()
-        return result
+                if endpoint is not None:
+                    out[(topic, partition)] = (endpoint.host or "127.0.0.1", endpoint.port)
+            except Exception:  # noqa: BLE001 - ZooKeeper away: unknown lag
+                continue
+        return out
 
     def _drop_all(self) -> None:
         for consumer in self._consumers.values():
@@ -55,6 +69,37 @@ class LagProbe:
 
     def close(self) -> None:
         self._drop_all()
+
+
+class MetadataLagProbe(LagProbe):
+    """LagProbe for a source reached by ``bootstrap.servers``: leaders from a Metadata request."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(None)
+        self.bootstrap = [SimpleConsumer.from_address(a, timeout=5.0) for a in bootstrap.split(",") if a.strip()]
+
+    def _leaders(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, int]]:
+        topics = sorted({t for t, _ in partitions})
+        if not topics:
+            return {}
+        answer = None
+        for client in self.bootstrap:
+            try:
+                answer = client.topic_metadata(topics)
+                break
+            except Exception:  # noqa: BLE001 - try the next bootstrap broker
+                client.close()
+        if answer is None:
+            return {}
+        brokers = {b["node_id"]: (b["host"], b["port"]) for b in answer["brokers"]}
+        leaders = {(t["name"], p["partition_index"]): brokers.get(p["leader_id"])
+                   for t in answer["topics"] for p in t["partitions"]}
+        return {tp: leaders[tp] for tp in partitions if leaders.get(tp) is not None}  # type: ignore[misc]
+
+    def close(self) -> None:
+        super().close()
+        for client in self.bootstrap:
+            client.close()
 
 
 class Reporter:

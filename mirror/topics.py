@@ -1,9 +1,10 @@
 """Target topics in the aggregate cluster: created like their source, and the partition choice.
 
 A source topic's first record creates its target (``<prefix><topic>``) with the source's
-partition count and its per-topic configs (``/config/topics/<topic>`` of the source), and the
-replication factor of ``target.replication.factor`` (-1: the aggregate cluster's default). A
-target that exists already is used as it is.
+partition count and its per-topic configs (``/config/topics/<topic>`` of a ZooKeeper source, the
+DescribeConfigs overrides of a ``bootstrap.servers`` source), and the replication factor of
+``target.replication.factor`` (-1: the aggregate cluster's default). A target that exists
+already is used as it is.
 
 Partition choice: when source and target have the same partition count a record goes to the
 partition it came from (so per-partition order, and per-key placement, are kept); otherwise the
@@ -80,26 +81,27 @@ class TargetTopics:
         self._lock = threading.Lock()
         self.created: list[str] = []
 
-    def partition_count(self, target: str, source_zk, source_topic: str) -> int:
-        """The target topic's partition count, creating the topic like its source when missing."""
+    def partition_count(self, target: str, source, source_topic: str) -> int:
+        """The target topic's partition count, creating the topic like its source when missing.
+
+        ``source`` answers ``source_partition_count(topic, 0)`` and ``topic_configs(topic)``."""
         count = self._counts.get(target)
         if count is not None:
             return count
         with self._lock:
             count = self._counts.get(target)
             if count is None:
-                count = self._ensure(target, source_zk, source_topic)
+                count = self._ensure(target, source, source_topic)
                 self._counts[target] = count
             return count
 
-    def _ensure(self, target: str, source_zk, source_topic: str) -> int:
+    def _ensure(self, target: str, source, source_topic: str) -> int:
         existing = self.admin.call(lambda a: [t for t in a.describe_topics(None) if t.name == target])
         if existing and existing[0].partitions:
             return len(existing[0].partitions)
-        assignment = source_zk.topic_assignment(source_topic) or {}
-        partitions = len(assignment) or 1
+        partitions = source.source_partition_count(source_topic, 0) or 1
         try:
-            configs = {k: v for k, v in (source_zk.topic_config(source_topic) or {}).items() if k not in NOT_COPIED}
+            configs = {k: v for k, v in (source.topic_configs(source_topic) or {}).items() if k not in NOT_COPIED}
         except Exception:  # noqa: BLE001 - configs are best effort; the data is not
             configs = {}
         try:

@@ -43,8 +43,3 @@ def test_config_validation(tmp_path):
     dst.write_text("bootstrap.servers=127.0.0.1:1\nacks=1\n")
     with pytest.raises(ConfigError, match="acks=all"):
         build_config([str(src)], str(dst), whitelist=".*")
-    boot = tmp_path / "boot.properties"
-    boot.write_text("bootstrap.servers=127.0.0.1:1\n")
-    dst.write_text("bootstrap.servers=127.0.0.1:1\n")
-    with pytest.raises(ConfigError, match="group coordinator"):
-        build_config([str(boot)], str(dst), whitelist=".*")
