@@ -17,7 +17,7 @@ APT_ENV     := DEBIAN_FRONTEND=noninteractive
 .PHONY: help setup system-deps python-deps test run bench clean
 
 help:
-	@echo "make setup   venv + pip install -e .[pipelines,airflow,test] + apt zookeeper/JRE/pushgateway (idempotent)"
+	@echo "make setup   venv + pip install -e .[pipelines,mirror,airflow,test] + apt zookeeper/JRE/pushgateway (idempotent)"
 	@echo "make run     the main job: ZooKeeper + 3 brokers, produce, Airflow DAG load + validate, rerun, summary"
 	@echo "make test    the whole test suite"
 	@echo "make bench   produce/consume benchmark"
@@ -43,7 +43,7 @@ $(VPY):
 
 # Re-run pip only when the dependency list or the pins change.
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(VPY)
-	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,airflow,test]'
+	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,mirror,airflow,test]'
 	touch $@
 
 test: setup

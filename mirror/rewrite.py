@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from broker.client.accumulator import VARINT_TABLE
+from broker.client.record_arrays import record_begins, record_spans, zigzag_size, zigzag_varints
 from broker.client.simple_consumer import iter_fetched_batches
 from broker.protocol import batch as B
 from broker.protocol.errors import InvalidRecordError
@@ -25,6 +28,10 @@ from mirror.origin import HEADER, parse_origin
 _TABLE = VARINT_TABLE  # zigzag varints of 0 .. 16383
 _ORIGIN_KEY = HEADER.encode()
 _ORIGIN_HEAD = _TABLE[len(_ORIGIN_KEY)] + _ORIGIN_KEY  # the origin header's key, sized
+_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)  # digits of n: how many of these are <= n, plus 1
+_TABLE_OBJECTS = np.array(_TABLE, object)
+#: Source batches of at least this many records take the array path when they are plain.
+PLAIN_MIN_RECORDS = 64
 
 
 class TargetBatch(NamedTuple):
@@ -88,6 +95,13 @@ def rewrite_chunk(data: bytes, min_offset: int, origin_prefix: bytes, target_clu
             fixed = None
         try:
             buf, start, end = batch.records()
+            if fixed is None and batch.count >= PLAIN_MIN_RECORDS and batch.base_offset >= min_offset:
+                plain = _plain(buf, start, end, batch.count)
+                if plain is not None:
+                    out.finish()
+                    _copy_plain(out, buf, plain, batch.base_offset, batch.base_ts, origin_prefix, max_bytes,
+                                max_count)
+                    continue
             dropped += _records(out, buf, start, end, batch.count, batch.base_offset, batch.base_ts, fixed,
                                 min_offset, origin_prefix, target_cluster, max_bytes, max_count)
         except (IndexError, ValueError) as exc:  # ValueError: ProtocolDecodeError too
@@ -96,6 +110,102 @@ def rewrite_chunk(data: bytes, min_offset: int, origin_prefix: bytes, target_clu
             raise InvalidRecordError(f"record batch at offset {batch.base_offset} does not parse: {exc}") from None
     out.finish()
     return out.batches, dropped
+
+
+class _Plain(NamedTuple):
+    """A plain source batch's records (no headers of their own, offset deltas 0..n-1), by position."""
+
+    body: np.ndarray         # where each record's attributes start
+    offset_at: np.ndarray    # its offset delta
+    key_at: np.ndarray       # its key length (the offset delta ends here)
+    header_at: np.ndarray    # its header count (0; the record ends right after it)
+    ts_delta: np.ndarray
+
+
+def _plain(buf: bytes | bytearray, start: int, end: int, count: int) -> _Plain | None:
+    """The batch's record positions, decoded for all records at once (broker.client.record_arrays),
+    or None when it is not plain or does not parse (the per-record path then copies it, or says
+    what is wrong)."""
+    u8 = np.frombuffer(buf, np.uint8)
+    try:
+        body, ends = record_spans(u8, np.array(record_begins(buf, start, end, count), np.int64),
+                                  np.array([end], np.int64), np.array([count], np.int64))
+        ts_delta, size = zigzag_varints(u8, body + 1)
+        offset_at = body + 1 + size
+        offset_delta, size = zigzag_varints(u8, offset_at, 5)
+        key_at = offset_at + size
+        key_len, size = zigzag_varints(u8, key_at, 5)
+        value_at = key_at + size + np.maximum(key_len, 0)
+        value_len, size = zigzag_varints(u8, np.minimum(value_at, len(u8) - 1), 5)
+        header_at = value_at + size + np.maximum(value_len, 0)
+    except (IndexError, ValueError):
+        return None
+    if (not np.array_equal(header_at + 1, ends) or u8[np.minimum(header_at, len(u8) - 1)].any()
+            or not np.array_equal(offset_delta, np.arange(count))):
+        return None
+    return _Plain(body, offset_at, key_at, header_at, ts_delta)
+
+
+def _copy_plain(out: _Out, buf: bytes | bytearray, plain: _Plain, base_offset: int, base_ts: int,
+                origin_prefix: bytes, max_bytes: int, max_count: int) -> None:
+    """The copies of a plain batch's records, in target batches of their own (the last one left
+    open in ``out``, so smaller batches after it can join it). Each copy is: its new length,
+    the record's bytes up to its header count (the offset delta rewritten in a later run of a
+    split batch), the origin header's fixed part, the offset's digits. The pieces are made per
+    batch and interleaved by slice assignment, so the only per-record Python is a byte slice."""
+    count = len(plain.body)
+    digits = ("%d," * count % tuple(range(base_offset, base_offset + count))).encode().split(b",")[:count]
+    ndigits = np.searchsorted(_POW10, np.arange(base_offset, base_offset + count), side="right") + 1
+    tails = np.array([b"\x02" + _ORIGIN_HEAD + _varint(len(origin_prefix) + k) + origin_prefix
+                      for k in range(21)], object)
+    tail_len = np.array([len(t) for t in tails])[ndigits] + ndigits
+    length = plain.header_at - plain.body + tail_len  # with the offset delta it has now
+    position = np.arange(count)
+    runs = _runs(zigzag_size(length) + length, max_bytes, max_count)
+    starts = np.array([a for a, _ in runs])
+    in_run = position - np.repeat(starts, [b - a for a, b in runs])  # the new offset deltas
+    length += zigzag_size(in_run) - zigzag_size(position)
+    sizes = zigzag_size(length) + length
+    run_sizes = np.add.reduceat(sizes, starts).tolist()
+    run_max_ts = np.maximum.reduceat(base_ts + plain.ts_delta, starts).tolist()
+    heads, tail_pieces = _varints_of(length), tails[ndigits].tolist()
+    body, offset_at, key_at, header_at = (x.tolist() for x in plain[:4])
+    for (a, b), size, max_ts in zip(runs, run_sizes, run_max_ts):
+        out.finish()
+        if a == 0:  # offset deltas 0..n-1 already: the record's bytes up to its header count
+            pieces = [None] * (4 * (b - a))
+            pieces[1::4] = map(buf.__getitem__, map(slice, body[a:b], header_at[a:b]))
+        else:  # a later run of a split batch: its offset deltas start again at 0
+            pieces = [None] * (6 * (b - a))
+            pieces[1::6] = map(buf.__getitem__, map(slice, body[a:b], offset_at[a:b]))
+            pieces[2::6] = _varints_of(in_run[a:b])
+            pieces[3::6] = map(buf.__getitem__, map(slice, key_at[a:b], header_at[a:b]))
+        step = len(pieces) // (b - a)
+        pieces[0::step] = heads[a:b]
+        pieces[step - 2::step] = tail_pieces[a:b]
+        pieces[step - 1::step] = digits[a:b]
+        out.parts = pieces
+        out.count, out.size, out.base_ts, out.max_ts = b - a, size, base_ts, max_ts
+
+
+def _varints_of(values: np.ndarray) -> list[bytes]:
+    """The zigzag varints of ``values`` as bytes objects."""
+    if len(values) and 0 <= values.min() and values.max() < len(_TABLE):
+        return _TABLE_OBJECTS[values].tolist()
+    return [_varint(v) for v in values.tolist()]
+
+
+def _runs(sizes: np.ndarray, max_bytes: int, max_count: int) -> list[tuple[int, int]]:
+    """Consecutive [a, b) runs of records of at most ``max_bytes`` (at least one record) and
+    ``max_count`` records."""
+    total = np.cumsum(sizes)
+    runs, a, n = [], 0, len(sizes)
+    while a < n:
+        before = int(total[a - 1]) if a else 0
+        b = min(max(int(np.searchsorted(total, before + max_bytes, side="right")), a + 1), a + max_count, n)
+        runs.append((a, b))
+        a = b
+    return runs
 
 
 def _records(out: _Out, buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from broker.client.record_arrays import record_begins, record_spans, zigzag_varints
 from broker.client.simple_consumer import FetchedBatch, MessageAndMetadata, decode_message_set, iter_fetched_batches
 from broker.protocol import batch as B
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
@@ -93,49 +94,12 @@ class _Region:
 
     def add_batch(self, pos: int, end: int, batch: FetchedBatch) -> None:
         """Add a batch whose records are ``self.buf[pos:end]``."""
-        self.begins += _walk(self.buf, pos, end, batch.count)
+        self.begins += record_begins(self.buf, pos, end, batch.count)
         self.batch_ends.append(end)
         self.counts.append(batch.count)
         self.base_offsets.append(batch.base_offset)
         self.stamps.append(batch.timestamp)
         self.log_append.append(batch.log_append)
-
-
-def _walk(buf: bytes | bytearray, pos: int, end: int, count: int) -> list[int]:
-    """Where each of ``count`` records begins (at its length varint). Lengths are checked later."""
-    begins = [0] * count
-    for i in range(count):
-        begins[i] = pos
-        b = buf[pos]
-        if b < 0x80:
-            pos += 1 + ((b >> 1) ^ -(b & 1))
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                pos += 2 + ((raw >> 1) ^ -(raw & 1))
-            else:
-                n, pos = decode_varint(buf, pos, end)
-                pos += n
-    return begins
-
-
-def _varints(u8: np.ndarray, pos: np.ndarray, limit: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """The zigzag varints at every position in ``pos``: (values, sizes in bytes)."""
-    b = u8[pos]
-    raw = (b & 0x7F).astype(np.uint64)
-    size = np.ones(len(pos), np.int64)
-    more = np.nonzero(b >= 0x80)[0]
-    shift = 7
-    while len(more):
-        if shift >= 7 * limit:
-            raise InvalidRecordError("a varint runs past its limit")
-        nxt = u8[pos[more] + size[more]]
-        raw[more] |= (nxt & 0x7F).astype(np.uint64) << np.uint64(shift)
-        size[more] += 1
-        more = more[nxt >= 0x80]
-        shift += 7
-    return (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64), size
 
 
 def _binary(buf: bytes | bytearray, u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -190,28 +154,19 @@ def _decode_region(topic: str, partition: int, region: _Region, min_offset: int)
     u8 = np.frombuffer(buf, np.uint8)
     begins = np.array(region.begins, np.int64)
     counts = np.array(region.counts, np.int64)
-    length, size = _varints(u8, begins, 5)
-    body = begins + size
-    ends = body + length
-    # each record ends where the next begins, the last of a batch where the batch ends
-    expected = np.empty_like(ends)
-    expected[:-1] = begins[1:]
-    expected[np.cumsum(counts) - 1] = region.batch_ends
-    if (length < 0).any() or not np.array_equal(ends, expected):
-        bad = int(np.nonzero((length < 0) | (ends != expected))[0][0])
-        raise InvalidRecordError(f"the record at byte {int(begins[bad])} does not end where its batch says")
+    body, ends = record_spans(u8, begins, np.array(region.batch_ends, np.int64), counts)
     pos = body + 1  # attributes: unused
-    ts_delta, size = _varints(u8, pos)
+    ts_delta, size = zigzag_varints(u8, pos)
     pos += size
-    offset_delta, size = _varints(u8, pos, 5)
+    offset_delta, size = zigzag_varints(u8, pos, 5)
     pos += size
-    key_len, size = _varints(u8, pos, 5)
+    key_len, size = zigzag_varints(u8, pos, 5)
     key_at = pos + size
     pos = key_at + np.maximum(key_len, 0)
-    value_len, size = _varints(u8, np.minimum(pos, len(u8) - 1), 5)
+    value_len, size = zigzag_varints(u8, np.minimum(pos, len(u8) - 1), 5)
     value_at = pos + size
     pos = value_at + np.maximum(value_len, 0)
-    header_count, size = _varints(u8, np.minimum(pos, len(u8) - 1), 5)
+    header_count, size = zigzag_varints(u8, np.minimum(pos, len(u8) - 1), 5)
     pos += size
     if (key_len < -1).any() or (value_len < -1).any() or (header_count < 0).any():
         raise InvalidRecordError("a record has a negative key, value or header count")

@@ -239,3 +239,24 @@ def test_raw_stream_hands_over_chunks_and_iteration_decodes_them():
     stream.queue.put((info, RawChunk("ev", 2, data, min_offset=50, next_offset=60)))  # all handed out: dropped
     stream.queue.put((info, RawChunk("ev", 2, source_batch(records(2), 60), min_offset=60, next_offset=62)))
     assert stream.next_chunk().min_offset == 60 and info.consumed_offset == 62
+
+
+def test_plain_batches_take_the_array_path_with_the_same_copies():
+    """Batches of PLAIN_MIN_RECORDS or more without headers of their own are copied from
+    positions decoded for the whole batch at once: the same records, origin offsets across a
+    digit boundary (9,999 -> 10,000), split by max_bytes and max_count with deltas 0..n-1 in
+    every target batch, compressed sources too."""
+    import mirror.rewrite as rewrite
+
+    src = records(300, keys=True, ts_step=7)
+    for data in (source_batch(src, 9_900), source_batch(src, 9_900, compression=CODEC_IDS["zstd"])):
+        whole, _, batches = copies(data)
+        assert seen(whole) == expect(src, 9_900) and len(batches) == 1
+        split, _, batches = copies(data, max_bytes=5_000, max_count=40)
+        assert seen(split) == expect(src, 9_900) and len(batches) > 8
+        assert all(b.count <= 40 and (b.count == 1 or len(b.records) <= 5_000) for b in batches)
+    # below the threshold, or starting inside the batch: the per-record path, same result
+    small = records(rewrite.PLAIN_MIN_RECORDS - 1)
+    assert seen(copies(source_batch(small, 5))[0]) == expect(small, 5)
+    out, _, _ = copies(source_batch(src, 9_900), min_offset=9_950)
+    assert seen(out) == expect(src, 9_900)[50:]
