@@ -3,8 +3,8 @@ every partition's leader and ISR when brokers join or die, topics or partitions 
 a broker shuts down cleanly, or leadership drifts from the preferred replicas.
 
 Blocking (kazoo) and single-threaded: ZooKeeper watches only queue events; one thread
-handles them in order. Each win of the election bumps /controller_epoch (a conditional
-write), and every partition-state write is conditional on the znode version it read, and is
+handles them in order. Each win of the election creates /controller and bumps
+/controller_epoch in one ZooKeeper transaction (the bump conditional on its version), and every partition-state write is conditional on the znode version it read, and is
 refused when the state carries a newer controller epoch, so a deposed controller cannot
 overwrite its successor. Brokers learn their roles by watching the state znodes.
 
@@ -181,33 +181,51 @@ class Controller:
         except NoNodeError:
             pass
         data = json.dumps({"version": 1, "brokerid": self.broker_id, "timestamp": str(int(time.time() * 1000))})
-        try:
-            kz.create(CONTROLLER, data.encode(), ephemeral=True)
-        except NodeExistsError:
-            self._events.put(("elect",))
-            return
-        self._become_controller()
+        while True:
+            # one transaction: the node and the epoch bump, so no controller ever runs unfenced
+            epoch, version = self._read_epoch()
+            txn = kz.transaction()
+            txn.create(CONTROLLER, data.encode(), ephemeral=True)
+            txn.set_data(CONTROLLER_EPOCH, str(epoch + 1).encode(), version=version)
+            created, bumped = txn.commit()
+            if isinstance(created, NodeExistsError):
+                self._events.put(("elect",))
+                return
+            if isinstance(bumped, BadVersionError):
+                continue  # another controller's bump in between: read the epoch again
+            for result in (created, bumped):
+                if isinstance(result, Exception):
+                    raise result
+            break
+        self._become_controller(epoch + 1)
+
+    def _read_epoch(self) -> tuple[int, int]:
+        """(the current /controller_epoch, its znode version); created as 0 when missing."""
+        kz = self.zk.kazoo
+        while True:
+            try:
+                raw, stat = kz.get(CONTROLLER_EPOCH)
+                return int(raw or b"0"), stat.version
+            except NoNodeError:
+                try:
+                    kz.create(CONTROLLER_EPOCH, b"0")
+                except NodeExistsError:
+                    pass
 
     def _set_controller(self, controller_id: int) -> None:
         if controller_id != self.controller_id:
             self.controller_id = controller_id
             self.on_controller_change(controller_id)
 
-    def _become_controller(self) -> None:
+    def _become_controller(self, epoch: int | None = None) -> None:
+        """Act as the controller at ``epoch`` (None: our /controller node survived a reconnect,
+        so the epoch is bumped now, conditionally on its version)."""
         kz = self.zk.kazoo
-        while True:
+        while epoch is None:
+            current, version = self._read_epoch()
             try:
-                raw, stat = kz.get(CONTROLLER_EPOCH)
-                epoch = int(raw or b"0") + 1
-                kz.set(CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
-                break
-            except NoNodeError:
-                try:
-                    kz.create(CONTROLLER_EPOCH, b"1")
-                    epoch = 1
-                    break
-                except NodeExistsError:
-                    continue
+                kz.set(CONTROLLER_EPOCH, str(current + 1).encode(), version=version)
+                epoch = current + 1
             except BadVersionError:
                 continue
         self.epoch = epoch
