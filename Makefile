@@ -24,16 +24,20 @@ help:
 
 setup: system-deps python-deps
 
-# apt-get only when something is missing, so a second run costs nothing.
+# apt-get only when something is missing, so a second run costs nothing. The tests start their
+# own pushgateway: the service the Debian package enables is stopped again when we installed it.
 system-deps:
 	@missing=0; \
 	for jar in $(ZK_JARS); do [ -f "$$jar" ] || missing=1; done; \
 	command -v java >/dev/null 2>&1 || missing=1; \
-	[ -x $(PUSHGATEWAY) ] || missing=1; \
+	had_pushgateway=0; [ -x $(PUSHGATEWAY) ] && had_pushgateway=1 || missing=1; \
 	if [ $$missing = 1 ]; then \
 	  echo "installing Debian's zookeeper, a headless JRE and the Prometheus pushgateway"; \
 	  $(SUDO) $(APT_ENV) apt-get update -q && \
 	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless prometheus-pushgateway; \
+	  if [ $$had_pushgateway = 0 ] && command -v systemctl >/dev/null 2>&1; then \
+	    $(SUDO) systemctl disable --now prometheus-pushgateway >/dev/null 2>&1 || true; \
+	  fi; \
 	fi
 
 python-deps: $(STAMP)
