@@ -21,6 +21,16 @@ settings.register_profile("logbus", deadline=None)
 settings.load_profile("logbus")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Reap what killed sessions left running, then mark this session's children (tests/reaper.py)."""
+    from tests.reaper import mark_session, reap_orphans
+
+    reaped = reap_orphans()
+    if reaped:
+        print(f"reaped {len(reaped)} processes left by killed test sessions: {reaped}")
+    mark_session()
+
+
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
     """One real ZooKeeper server (Debian's jar) on a free port for the whole run."""
