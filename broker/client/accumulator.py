@@ -130,34 +130,8 @@ class ProducerBatch:
 
     def try_append(self, ts: int, key: bytes | None, value: bytes | None, headers: bytes) -> int:
         """Append one record; its index in the batch, or -1 when it does not fit."""
-        count = self.count
-        if count == 0:
-            self.base_ts = ts
-        delta = ts - self.base_ts
-        tsd = _VARINT[delta] if 0 <= delta < _TABLE_SIZE else encode_varint(delta)
-        od = _VARINT[count] if count < _TABLE_SIZE else encode_varint(count)
-        if key is None:
-            kl, key = _NULL, b""
-        else:
-            n = len(key)
-            kl = _VARINT[n] if n < _TABLE_SIZE else encode_varint(n)
-        if value is None:
-            vl, value = _NULL, b""
-        else:
-            n = len(value)
-            vl = _VARINT[n] if n < _TABLE_SIZE else encode_varint(n)
-        size = 1 + len(tsd) + len(od) + len(kl) + len(key) + len(vl) + len(value) + len(headers)
-        buf = self.buf
-        if count and len(buf) + size + 5 > self.size_limit:
-            self.full = True
-            return -1
-        buf += b"".join((_VARINT[size] if size < _TABLE_SIZE else encode_varint(size), _ATTRIBUTES, tsd, od, kl, key, vl, value, headers))
-        if ts > self.max_ts:
-            self.max_ts = ts
-        self.count = count + 1
-        if self.count >= self.count_limit or len(buf) >= self.size_limit:
-            self.full = True
-        return count
+        index = self.count
+        return index if self.try_append_many([(ts, key, value, headers)], 0) == 1 else -1
 
     def try_append_many(self, records: list, start: int, max_record_size: int = 1 << 62) -> int:
         """Append ``records[start:]`` (``(timestamp, key, value, header block)`` tuples, bytes or
