@@ -14,12 +14,14 @@ PUSHGATEWAY := /usr/bin/prometheus-pushgateway
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV     := DEBIAN_FRONTEND=noninteractive
 
-.PHONY: help setup system-deps python-deps test run bench clean
+.PHONY: help setup system-deps python-deps lint test test-fast run bench clean
 
 help:
 	@echo "make setup   venv + pip install -e .[pipelines,mirror,airflow,test] + apt zookeeper/JRE/pushgateway (idempotent)"
 	@echo "make run     the main job: ZooKeeper + 3 brokers, produce, Airflow DAG load + validate, rerun, summary"
-	@echo "make test    the whole test suite"
+	@echo "make test    ruff + mypy, then the whole test suite (fast set and integration set)"
+	@echo "make test-fast  ruff + mypy, then the fast set only (unit and property tests, no processes)"
+	@echo "make lint    ruff (lint + import order) and mypy (broker/protocol, storage, server, cluster)"
 	@echo "make bench   produce/consume benchmark"
 
 setup: system-deps python-deps
@@ -50,8 +52,17 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(VPY)
 	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,mirror,airflow,test]'
 	touch $@
 
-test: setup
+# Lint first: a style or type error fails CI before twelve minutes of tests.
+lint: setup
+	$(VENV)/bin/ruff check --no-cache .
+	$(VENV)/bin/mypy --no-incremental
+
+test: lint
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+# The unit and property tests: no ZooKeeper, no broker process, no Spark (tests/conftest.py marks the rest).
+test-fast: lint
+	$(VENV)/bin/pytest -q -p no:cacheprovider -m "not integration"
 
 # The main job: ZooKeeper + 3 brokers, an activity stream, the warehouse_load DAG through
 # `airflow dags test`, a summary checked against what was produced, a rerun; all stopped after.

@@ -104,9 +104,9 @@ def write_only(spark, tasks, ctx, out_url: str) -> tuple[float, int, float]:
     def run(_i, items):
         from broker.client.simple_consumer import MessageAndMetadata
         from pipelines.config import TopicSpec
-        from pipelines.record_columns import RecordChunk
         from pipelines.decoders import Decoder
         from pipelines.fs import open_fs
+        from pipelines.record_columns import RecordChunk
         from pipelines.writer import RangeWriter
 
         for t in items:

@@ -11,8 +11,9 @@ import copy
 import os
 import re
 import socket
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = [
     "ConfigError",

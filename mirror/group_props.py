@@ -9,7 +9,7 @@ consumers is an error naming it.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from broker.client.group_config import GroupConsumerConfig
 from broker.config import ConfigError

@@ -37,7 +37,8 @@ import re
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.group_consumer import GroupConsumer
@@ -65,7 +66,7 @@ def topic_pattern(topic_filter: Any) -> re.Pattern:
 class GroupStream:
     """One group member and its copying thread's stream; see the module docstring."""
 
-    def __init__(self, source: "GroupSource", props: dict[str, str], pattern: re.Pattern, timeout: float,
+    def __init__(self, source: GroupSource, props: dict[str, str], pattern: re.Pattern, timeout: float,
                  flushed: Callable[[], bool]) -> None:
         self.source = source
         self.timeout = timeout

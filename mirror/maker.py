@@ -47,11 +47,13 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from broker.client.accumulator import VARINT_TABLE, encode_headers
 from broker.client.producer import Producer
 from broker.client.zk_consumer import ConsumerTimeoutException, RawChunk, ZookeeperConsumerConnector
 from broker.cluster.ids import CLUSTER_ID_PATH
@@ -61,8 +63,6 @@ from mirror.config import MirrorConfig, SourceConfig
 from mirror.errors import MirrorError
 from mirror.group_source import GroupSource
 from mirror.metrics import MetricsServer, MirrorMetrics
-from broker.client.accumulator import VARINT_TABLE
-from broker.client.accumulator import encode_headers
 from mirror.origin import Origin, OriginEncoder, came_from, with_origin
 from mirror.rewrite import rewrite_chunk
 from mirror.stats import LagProbe, Reporter
@@ -235,7 +235,7 @@ class Source:
             self.connector.shutdown()
 
 
-def make_source(cfg: SourceConfig) -> "Source | GroupSource":
+def make_source(cfg: SourceConfig) -> Source | GroupSource:
     """A ZooKeeper source when the config names ``zookeeper.connect``, else a group-protocol one."""
     return Source(cfg) if cfg.zookeeper_connect else GroupSource(cfg)
 

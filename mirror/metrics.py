@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.config import ConfigError
 from broker.metrics_text import CONTENT_TYPE, Exposition
@@ -27,7 +28,7 @@ log = logging.getLogger("mirror.metrics")
 class MirrorMetrics:
     """Renders one MirrorMaker's numbers, labelled by source (name) and topic where they apply."""
 
-    def __init__(self, maker: "MirrorMaker") -> None:
+    def __init__(self, maker: MirrorMaker) -> None:
         self.maker = maker
 
     def render(self) -> str:
@@ -76,7 +77,7 @@ class MirrorMetrics:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         if self.path.split("?", 1)[0] not in ("/", "/metrics"):

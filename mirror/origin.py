@@ -11,7 +11,8 @@ sees that A is in the chain and skips it, so nothing circulates.
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 HEADER = "logbus.origin"
 

@@ -20,8 +20,9 @@ import logging
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from pipelines.config import LoaderConfig, load_config
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -66,7 +67,7 @@ class TopicSpec:
         }
 
     @classmethod
-    def from_dict(cls, topic: str, d: Mapping) -> "TopicSpec":
+    def from_dict(cls, topic: str, d: Mapping) -> TopicSpec:
         return cls(name=topic, format=d["format"], time_field=d.get("time_field", RECORD_TIMESTAMP),
                    schema=tuple(FieldSpec(f["name"], f["type"], bool(f.get("required"))) for f in d.get("schema", ())))
 
@@ -89,7 +90,7 @@ class ResetPolicy:
 
     def __str__(self) -> str:
         if self.kind == "timestamp":
-            return _dt.datetime.fromtimestamp(self.timestamp_ms / 1000, _dt.timezone.utc).isoformat()
+            return _dt.datetime.fromtimestamp(self.timestamp_ms / 1000, _dt.UTC).isoformat()
         return self.kind
 
 
@@ -128,7 +129,7 @@ class LoaderConfig:
     airflow: Mapping[str, Any] = field(default_factory=dict)  # catchup, start_date, load, spark_submit
     metrics: MetricsConfig = MetricsConfig()
 
-    def warehouse_fs(self, spark=None) -> "WarehouseFS":
+    def warehouse_fs(self, spark=None) -> WarehouseFS:
         """The warehouse's filesystem (``pipelines.fs.open_fs`` with this config's HDFS settings)."""
         from pipelines.fs import open_fs
 
@@ -140,7 +141,7 @@ class LoaderConfig:
                 return replace(spec, name=topic, pattern=None)
         return None
 
-    def with_overrides(self, **kw: Any) -> "LoaderConfig":
+    def with_overrides(self, **kw: Any) -> LoaderConfig:
         return replace(self, **{k: v for k, v in kw.items() if v is not None})
 
     def topic_groups(self) -> tuple[GroupSpec, ...]:
@@ -148,7 +149,7 @@ class LoaderConfig:
             return self.groups
         return (GroupSpec("all", tuple(t.name or t.pattern or "" for t in self.topics)),)
 
-    def for_group(self, group: str, only: list[str] | None = None) -> "LoaderConfig":
+    def for_group(self, group: str, only: list[str] | None = None) -> LoaderConfig:
         """This config restricted to one group's topics (and, with ``only``, to those topic names)."""
         found = [g for g in self.topic_groups() if g.name == group]
         if not found:
@@ -384,7 +385,7 @@ def _reset(value: Any, key: str) -> ResetPolicy:
     else:
         raise ConfigError(key, f"{value!r} is not earliest, latest or a timestamp")
     if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
+        when = when.replace(tzinfo=_dt.UTC)
     return ResetPolicy("timestamp", int(when.timestamp() * 1000))
 
 

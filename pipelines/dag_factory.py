@@ -25,7 +25,7 @@ DAG_PREFIX = "logbus_load_"
 def _start_date(cfg: LoaderConfig) -> dt.datetime:
     value = cfg.airflow.get("start_date", "2026-01-01")
     when = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
-    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
 def build_dag(path: str, cfg: LoaderConfig, group: str):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +67,7 @@ def _to_ms(value, name: str) -> int:
         except ValueError:
             raise DecodeError(f"field {name!r}: {value!r} is not an ISO-8601 time or epoch milliseconds") from None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=_dt.timezone.utc)
+            when = when.replace(tzinfo=_dt.UTC)
         return int(when.timestamp() * 1000)
     raise DecodeError(f"field {name!r}: {value!r} is not a timestamp")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 from urllib.parse import urlparse
 
 

@@ -26,10 +26,17 @@ from pipelines.config import TopicSpec
 from pipelines.decoders import Decoder
 from pipelines.fs import HadoopFS
 from pipelines.job import spark_failure_reason
-from pipelines.task import (LoadError, RangeScan, RangeTask, TaskContext, TopicDeletedError, _inject_failure,
-                            new_stats)
-from pipelines.writer import (commit_record_path, commit_summary, error_table, errors_path, file_name, hour_buckets,
-                              hour_dir, range_metadata)
+from pipelines.task import LoadError, RangeScan, RangeTask, TaskContext, TopicDeletedError, _inject_failure, new_stats
+from pipelines.writer import (
+    commit_record_path,
+    commit_summary,
+    error_table,
+    errors_path,
+    file_name,
+    hour_buckets,
+    hour_dir,
+    range_metadata,
+)
 
 RANGE, HOUR = "_range", "_hour"  # staging partition columns: the task's index, the row's epoch hour
 # Spark's codec names for parquet.compression (brotli is not built into Spark: refused by the config)

@@ -22,13 +22,14 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
-from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs, select_topics
+from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs
 from pipelines.task import LoadError, OutOfRangeError, RangeTask, TaskContext
 
 __all__ = [
@@ -150,7 +151,7 @@ class Loader:
             self._spark.stop()
             self._spark = None
 
-    def __enter__(self) -> "Loader":
+    def __enter__(self) -> Loader:
         return self
 
     def __exit__(self, *exc) -> None:

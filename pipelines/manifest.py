@@ -17,7 +17,7 @@ import datetime as _dt
 import json
 import posixpath
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow.parquet as pq
 
@@ -28,12 +28,12 @@ OFFSETS = "_offsets"
 
 
 def new_run_id(after: Iterable[str] = ()) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = _dt.datetime.now(_dt.UTC)
     run_id = now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
     latest = max(after, default="")
     while run_id <= latest:  # strictly increasing even if clocks step back
         time.sleep(0.002)
-        now = _dt.datetime.now(_dt.timezone.utc)
+        now = _dt.datetime.now(_dt.UTC)
         run_id = now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond // 1000:03d}Z"
         if run_id <= latest:
             run_id = latest[:-1] + "1Z" if not latest.endswith("1Z") else latest[:-1] + "2Z"

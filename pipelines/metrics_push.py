@@ -12,7 +12,7 @@ import logging
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Iterable
+from collections.abc import Iterable
 
 from broker.metrics_text import CONTENT_TYPE, Exposition
 from pipelines.config import LoaderConfig

@@ -10,7 +10,6 @@ from broker.client.admin import AdminClient
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, SimpleConsumer
 from broker.protocol.errors import KafkaError
-
 from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
 from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
 from pipelines.task import LoadError, OutOfRangeError, RangeTask

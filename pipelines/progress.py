@@ -35,7 +35,7 @@ class ProgressServer:
         self._last_print = 0.0
         self._printed: dict[tuple[str, int], str] = {}
 
-    def __enter__(self) -> "ProgressServer":
+    def __enter__(self) -> ProgressServer:
         self._thread.start()
         return self
 
@@ -49,7 +49,7 @@ class ProgressServer:
         while not self._stop.is_set():
             try:
                 data, _ = self.sock.recvfrom(65536)
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 self.render()
                 continue
             try:

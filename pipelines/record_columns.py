@@ -10,8 +10,8 @@ SimpleConsumer's parser.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -49,13 +49,13 @@ class RecordChunk:
     def last_offset(self) -> int:
         return int(self.offsets[-1])
 
-    def head(self, n: int) -> "RecordChunk":
+    def head(self, n: int) -> RecordChunk:
         """The first ``n`` records."""
         last = int(self.offsets[n - 1]) + 1 if n else self.next_offset
         return RecordChunk(self.topic, self.partition, self.offsets[:n], self.timestamps[:n], self.keys.slice(0, n),
                            self.values.slice(0, n), None if self.headers is None else self.headers[:n], last)
 
-    def up_to(self, end: int) -> "RecordChunk":
+    def up_to(self, end: int) -> RecordChunk:
         """The records with offsets below ``end``."""
         return self.head(int(np.searchsorted(self.offsets, end)))
 
@@ -70,7 +70,7 @@ class RecordChunk:
             self.timestamps.tolist())] if n else []
 
     @classmethod
-    def from_messages(cls, topic: str, partition: int, messages: Sequence) -> "RecordChunk":
+    def from_messages(cls, topic: str, partition: int, messages: Sequence) -> RecordChunk:
         """A chunk holding ``messages`` (MessageAndMetadata or anything with the same fields)."""
         headers = [list(m.headers) for m in messages]
         return cls(topic, partition, np.array([m.offset for m in messages], np.int64),

@@ -13,8 +13,8 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import (
@@ -29,7 +29,6 @@ from broker.protocol.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
-
 from pipelines.config import TopicSpec
 from pipelines.record_columns import RecordChunk, decode_chunk
 

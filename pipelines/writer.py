@@ -41,7 +41,7 @@ def parse_file_name(name: str) -> tuple[str, int, int, int] | None:
 
 
 def hour_dir(topic: str, hour_bucket: int) -> str:
-    when = _dt.datetime.fromtimestamp(hour_bucket * 3600, _dt.timezone.utc)
+    when = _dt.datetime.fromtimestamp(hour_bucket * 3600, _dt.UTC)
     return f"{topic}/dt={when:%Y-%m-%d}/hour={when:%H}"
 
 

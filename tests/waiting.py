@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> object:

@@ -15,7 +15,8 @@ import logging
 import struct
 import threading
 import time
-from typing import Any, Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import crc32c
 
@@ -117,7 +118,7 @@ class ProducerBatch:
 
     @classmethod
     def of_records(cls, topic: str, partition: int, records: bytes, count: int, base_ts: int,
-                   max_ts: int) -> "ProducerBatch":
+                   max_ts: int) -> ProducerBatch:
         """A full batch around records framed elsewhere (offset deltas 0..count-1, timestamp
         deltas against ``base_ts``); ``build`` adds the header and CRC as for any batch."""
         batch = cls(topic, partition, len(records), count, 0)
@@ -223,7 +224,7 @@ class ProducerBatch:
         for future, kind, fn in callbacks or ():
             future._run_callback(kind, fn)
 
-    def add_callback(self, future: "FutureRecordMetadata", kind: int, fn: Callable) -> None:
+    def add_callback(self, future: FutureRecordMetadata, kind: int, fn: Callable) -> None:
         with _CALLBACK_LOCK:
             if not self.completed:
                 if self.callbacks is None:
@@ -298,17 +299,17 @@ class FutureRecordMetadata:
         ts = batch.log_append_time if batch.log_append_time >= 0 else self.timestamp
         return RecordMetadata(batch.topic, batch.partition, offset, ts)
 
-    def add_callback(self, fn: Callable[[RecordMetadata], Any]) -> "FutureRecordMetadata":
+    def add_callback(self, fn: Callable[[RecordMetadata], Any]) -> FutureRecordMetadata:
         """``fn(metadata)`` when the record is acknowledged."""
         self._batch.add_callback(self, CB_SUCCESS, fn)
         return self
 
-    def add_errback(self, fn: Callable[[BaseException], Any]) -> "FutureRecordMetadata":
+    def add_errback(self, fn: Callable[[BaseException], Any]) -> FutureRecordMetadata:
         """``fn(exception)`` when the record fails."""
         self._batch.add_callback(self, CB_ERROR, fn)
         return self
 
-    def add_done_callback(self, fn: Callable[["FutureRecordMetadata"], Any]) -> "FutureRecordMetadata":
+    def add_done_callback(self, fn: Callable[[FutureRecordMetadata], Any]) -> FutureRecordMetadata:
         """``fn(future)`` when the record is done either way."""
         self._batch.add_callback(self, CB_DONE, fn)
         return self

@@ -132,7 +132,7 @@ class AdminClient:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> "AdminClient":
+    def __enter__(self) -> AdminClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -37,7 +37,7 @@ class BrokerConnection:
         self._pipelined: collections.deque[tuple[int, int, int]] = collections.deque()
 
     @classmethod
-    def from_address(cls, address: str, **kwargs: object) -> "BrokerConnection":
+    def from_address(cls, address: str, **kwargs: object) -> BrokerConnection:
         """Connect to ``host:port``."""
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
@@ -126,7 +126,7 @@ class BrokerConnection:
     def close(self) -> None:
         self._sock.close()
 
-    def __enter__(self) -> "BrokerConnection":
+    def __enter__(self) -> BrokerConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:

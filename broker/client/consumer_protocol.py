@@ -11,7 +11,8 @@ every version, ignoring fields added after the ones we know.
 from __future__ import annotations
 
 import struct
-from typing import Callable, Iterable, Mapping, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from broker.client.rebalance import range_assign
 from broker.protocol.errors import ProtocolDecodeError

@@ -8,8 +8,9 @@ are accepted and ignored.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from broker.client.consumer_protocol import ASSIGNORS
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME
@@ -91,7 +92,7 @@ class GroupConsumerConfig:
     exclude_internal_topics: bool
 
     @classmethod
-    def from_props(cls, props: Mapping[str, Any] | None = None, **kwargs: Any) -> "GroupConsumerConfig":
+    def from_props(cls, props: Mapping[str, Any] | None = None, **kwargs: Any) -> GroupConsumerConfig:
         """Kafka-named keys (kwargs may spell them with underscores); ConfigError names a bad key."""
         merged = {str(k).strip(): v for k, v in (props or {}).items()}
         merged.update({k.replace("_", "."): v for k, v in kwargs.items()})

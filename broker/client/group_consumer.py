@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.consumer_protocol import ASSIGNORS, decode_subscription, encode_assignment, encode_subscription
@@ -239,7 +240,7 @@ class GroupConsumer:
                     client.close()
             self._fetchers.clear()
 
-    def __enter__(self) -> "GroupConsumer":
+    def __enter__(self) -> GroupConsumer:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -15,7 +15,8 @@ import enum
 import logging
 import threading
 import time
-from typing import Callable, Iterable, Mapping, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.client.consumer_protocol import PROTOCOL_TYPE, decode_assignment

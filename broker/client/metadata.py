@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.protocol.errors import (

@@ -20,7 +20,8 @@ import importlib
 import itertools
 import random
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C

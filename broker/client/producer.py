@@ -24,7 +24,8 @@ import select
 import struct
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from broker.client.accumulator import (
     CB_JAVA,
@@ -233,7 +234,7 @@ class _InFlight:
 class Sender(threading.Thread):
     """Drains ready batches to their leaders and completes them from the answers."""
 
-    def __init__(self, producer: "Producer") -> None:
+    def __init__(self, producer: Producer) -> None:
         super().__init__(name=f"logbus-producer-sender-{producer.client_id}", daemon=True)
         p = producer
         self.p = p
@@ -908,7 +909,7 @@ class Producer:
     def metadata(self) -> ClusterMetadata:
         return self._metadata
 
-    def __enter__(self) -> "Producer":
+    def __enter__(self) -> Producer:
         return self
 
     def __exit__(self, *exc: object) -> None:

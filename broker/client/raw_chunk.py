@@ -7,7 +7,8 @@ raw streams (``raw=True``) carry RawChunks; ``RawChunk.decode()`` gives the usua
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from broker.client.simple_consumer import decode_message_set, iter_fetched_batches
 from broker.protocol import batch as B

@@ -9,7 +9,7 @@ one extra partition when i < partitions % threads (Kafka's RangeAssignor semanti
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 
 def thread_ids(consumer_id: str, n_streams: int) -> list[str]:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import crc32c
 
@@ -119,7 +120,7 @@ _new = tuple.__new__
 _MAM = MessageAndMetadata
 
 
-def _parse_v2(topic: str, partition: int, batch: "FetchedBatch", min_offset: int, out: list) -> None:
+def _parse_v2(topic: str, partition: int, batch: FetchedBatch, min_offset: int, out: list) -> None:
     buf, pos, end = batch.records()
     count, base_offset, base_ts, log_append = batch.count, batch.base_offset, batch.timestamp, batch.log_append
     append = out.append
@@ -363,7 +364,7 @@ class SimpleConsumer:
         self._conn: BrokerConnection | None = None
 
     @classmethod
-    def from_address(cls, address: str, **kwargs: object) -> "SimpleConsumer":
+    def from_address(cls, address: str, **kwargs: object) -> SimpleConsumer:
         host, _, port = address.strip().rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"broker address must be host:port, not {address!r}")
@@ -389,7 +390,7 @@ class SimpleConsumer:
             finally:
                 self._conn = None
 
-    def __enter__(self) -> "SimpleConsumer":
+    def __enter__(self) -> SimpleConsumer:
         return self
 
     def __exit__(self, *exc: object) -> None:

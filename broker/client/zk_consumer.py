@@ -40,13 +40,13 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
-from broker.client.connection import BrokerConnectionError
 from broker.client.raw_chunk import RawChunk, multifetch_raw
 from broker.client.rebalance import Blacklist, TopicFilter, Whitelist, range_assign, subscribed_threads, thread_ids
 from broker.client.simple_consumer import (
@@ -59,7 +59,6 @@ from broker.cluster.zk import BROKER_IDS, BROKER_TOPICS, ZkClient
 from broker.config import ConfigError
 from broker.protocol.errors import (
     ErrorCode,
-    KafkaError,
     UnknownTopicOrPartitionError,
 )
 
@@ -119,7 +118,7 @@ class ConsumerConfig:
              "rebalance.backoff.ms")
 
     @classmethod
-    def from_props(cls, props: Mapping[str, Any]) -> "ConsumerConfig":
+    def from_props(cls, props: Mapping[str, Any]) -> ConsumerConfig:
         """Build from Kafka-named keys; raises ConfigError naming a bad key."""
         p = {str(k).strip(): str(v).strip() for k, v in props.items()}
         for key in ("zookeeper.connect", "group.id"):
@@ -159,7 +158,7 @@ class PartitionTopicInfo:
     __slots__ = ("topic", "partition", "stream", "fetch_offset", "consumed_offset", "committed_offset", "stale",
                  "last_error")
 
-    def __init__(self, topic: str, partition: int, stream: "KafkaStream", offset: int | None) -> None:
+    def __init__(self, topic: str, partition: int, stream: KafkaStream, offset: int | None) -> None:
         self.topic = topic
         self.partition = partition
         self.stream = stream
@@ -184,7 +183,7 @@ class KafkaStream:
     after ``shutdown()`` it ends. A raw stream's fetcher queues RawChunks instead of messages.
     """
 
-    def __init__(self, connector: "ZookeeperConsumerConnector", thread_id: str, max_chunks: int, timeout_ms: int,
+    def __init__(self, connector: ZookeeperConsumerConnector, thread_id: str, max_chunks: int, timeout_ms: int,
                  raw: bool = False) -> None:
         self._connector = connector
         self.thread_id = thread_id
@@ -291,7 +290,7 @@ class KafkaStream:
 class _Fetcher(threading.Thread):
     """Fetches every partition this connector owns on one broker into the streams' queues."""
 
-    def __init__(self, manager: "_FetcherManager", broker_id: int, host: str, port: int) -> None:
+    def __init__(self, manager: _FetcherManager, broker_id: int, host: str, port: int) -> None:
         super().__init__(name=f"logbus-fetcher-{broker_id}", daemon=True)
         self.manager = manager
         self.broker_id = broker_id
@@ -397,7 +396,7 @@ class _Fetcher(threading.Thread):
 class _FetcherManager:
     """Fetcher threads by leader broker, and the leader-finder thread for partitions without one."""
 
-    def __init__(self, connector: "ZookeeperConsumerConnector") -> None:
+    def __init__(self, connector: ZookeeperConsumerConnector) -> None:
         self.connector = connector
         self.config = connector.config
         self.lock = threading.Lock()
@@ -927,7 +926,7 @@ class ZookeeperConsumerConnector:
         for stream in self._all_streams:
             stream._shutdown()
 
-    def __enter__(self) -> "ZookeeperConsumerConnector":
+    def __enter__(self) -> ZookeeperConsumerConnector:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,7 +10,7 @@ The start and the initial shift are random unless given, as in Kafka.
 from __future__ import annotations
 
 import random
-from typing import Iterable
+from collections.abc import Iterable
 
 from broker.protocol.errors import InvalidPartitionsError, InvalidReplicationFactorError
 

@@ -25,9 +25,10 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from broker.cluster.embedded_zk import EmbeddedZooKeeper, four_letter_word
 from broker.cluster.local import BrokerProcess, BrokerStartError

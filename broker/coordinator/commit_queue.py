@@ -8,7 +8,8 @@ is durable and a restarted or new coordinator reads it back.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import defer
 from twisted.logger import Logger

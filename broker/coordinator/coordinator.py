@@ -8,7 +8,8 @@ Empty and reads its offsets from ZooKeeper, where every acknowledged commit alre
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from twisted.logger import Logger
 

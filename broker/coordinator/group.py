@@ -14,9 +14,10 @@ callbacks the handlers turn into Deferreds.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from broker.protocol.errors import ErrorCode
 

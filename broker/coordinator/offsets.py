@@ -13,8 +13,9 @@ and one fsync (ZooKeeper groups the transactions it logs), not N.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 

@@ -9,7 +9,7 @@ NOT_COORDINATOR. The hash is Java's ``String.hashCode`` made non-negative as Kaf
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def java_string_hash(text: str) -> int:

@@ -9,7 +9,8 @@ Kafka's DefaultRecordBatch layout.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import crc32c
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 import cramjam
 import lz4.frame

@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 import crc32c
 

@@ -10,8 +10,10 @@ fields are packed with a single ``struct`` call. Only non-flexible versions are 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any, NamedTuple
 
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
 from broker.protocol.types import PRIMITIVES, BytesLike, Reader, Type, Writer

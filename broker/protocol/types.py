@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import struct
 import uuid as _uuid
-from typing import Any, Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError
 

@@ -16,12 +16,12 @@ from twisted.logger import Logger
 from broker.cluster.controller import Controller, request_controlled_shutdown
 from broker.cluster.ids import ProducerIdAllocator, get_or_create_cluster_id
 from broker.cluster.zk import ZkClient
+from broker.config import BrokerConfig, Listener
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.coordinator.group import GroupConfig
 from broker.coordinator.offsets import ZkOffsetStore
-from broker.config import BrokerConfig, Listener
-from broker.server.connection import KafkaServerFactory
 from broker.server.cluster_watch import ClusterWatch
+from broker.server.connection import KafkaServerFactory
 from broker.server.delayed_fetch import FetchPurgatory
 from broker.server.delayed_produce import ProducePurgatory
 from broker.server.dispatch import Dispatcher

@@ -23,7 +23,7 @@ log = Logger()
 
 
 class ClusterWatch:
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._generations: dict[str, int] = {}
         self._counter = itertools.count(1)

@@ -43,7 +43,7 @@ class _Slot:
 class KafkaConnection(Protocol):
     """Reads Kafka request frames, dispatches them, writes the responses in order."""
 
-    def __init__(self, broker: "Broker", dispatcher: Dispatcher) -> None:
+    def __init__(self, broker: Broker, dispatcher: Dispatcher) -> None:
         self.broker = broker
         self.dispatcher = dispatcher
         self.max_request_bytes = broker.config.socket_request_max_bytes
@@ -155,7 +155,7 @@ class KafkaServerFactory(Factory):
 
     noisy = False
 
-    def __init__(self, broker: "Broker", dispatcher: Dispatcher) -> None:
+    def __init__(self, broker: Broker, dispatcher: Dispatcher) -> None:
         self.broker = broker
         self.dispatcher = dispatcher
 

@@ -6,7 +6,8 @@ NOT_LEADER_OR_FOLLOWER at once (``fail_all``). Nothing polls.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import defer
 

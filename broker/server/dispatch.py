@@ -7,8 +7,9 @@ declares are exactly what ApiVersions advertises, so the two cannot disagree.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from broker.protocol.errors import ProtocolDecodeError
 from broker.protocol.header import RequestHeader
@@ -30,7 +31,7 @@ class Handler:
     api_key: ApiKey
     min_version: int
     max_version: int
-    handle: Callable[["Broker", RequestHeader, dict], Any]
+    handle: Callable[[Broker, RequestHeader, dict], Any]
     # ApiVersions must answer any version (in v0 form, with UNSUPPORTED_VERSION) so that a
     # newer client can learn what is served.
     answers_unsupported_versions: bool = False
@@ -49,7 +50,7 @@ class Dispatcher:
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
         return {key: (h.min_version, h.max_version) for key, h in sorted(self.handlers.items())}
 
-    def dispatch(self, broker: "Broker", header: RequestHeader, body: memoryview) -> Any:
+    def dispatch(self, broker: Broker, header: RequestHeader, body: memoryview) -> Any:
         """Answer one request: a response dict, a Deferred of one, or NO_RESPONSE.
 
         Raises ProtocolDecodeError for an unknown API, an unserved version or a body that does

@@ -61,7 +61,7 @@ def count_records(data: Any) -> int:
 class BrokerMetrics:
     """The broker's counters and histograms, and the text rendering of all its metrics."""
 
-    def __init__(self, broker: "Broker | None" = None) -> None:
+    def __init__(self, broker: Broker | None = None) -> None:
         self.broker = broker
         self.requests: dict[str, int] = defaultdict(int)
         self.latency: dict[str, Histogram] = defaultdict(Histogram)
@@ -147,7 +147,7 @@ class BrokerMetrics:
         return out.text()
 
     @staticmethod
-    def _render_broker(broker: "Broker", out: Exposition) -> None:
+    def _render_broker(broker: Broker, out: Exposition) -> None:
         out.gauge("logbus_purgatory_size", "Requests parked until they can be answered.", [
             ([("purgatory", "fetch")], len(broker.fetches)),
             ([("purgatory", "replica_fetch")], len(broker.replica_fetches)),

@@ -46,7 +46,7 @@ class FollowerState:
 class Partition:
     """A partition this broker hosts a replica of."""
 
-    def __init__(self, broker: "Broker", topic: str, partition: int, log_: PartitionLog) -> None:
+    def __init__(self, broker: Broker, topic: str, partition: int, log_: PartitionLog) -> None:
         self.broker = broker
         self.topic = topic
         self.partition = partition

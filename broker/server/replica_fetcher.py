@@ -34,7 +34,7 @@ ERROR_BACKOFF_MAX_S = 0.5
 
 @dataclass(eq=False)
 class FetchState:
-    partition: "Partition"
+    partition: Partition
     leader_epoch: int
     needs_truncation: bool = True
     delayed_until: float = 0.0
@@ -56,7 +56,7 @@ def whole_batches(records: Any) -> Any:
 class ReplicaFetcher:
     """Fetches every partition this broker follows from one leader broker."""
 
-    def __init__(self, broker: "Broker", leader_id: int) -> None:
+    def __init__(self, broker: Broker, leader_id: int) -> None:
         self.broker = broker
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], FetchState] = {}
@@ -71,7 +71,7 @@ class ReplicaFetcher:
         self.backoff_s = min(config.replica_fetch_backoff_ms / 1000.0, ERROR_BACKOFF_MAX_S)
         self.timeout_s = config.replica_socket_timeout_ms / 1000.0
 
-    def add(self, partition: "Partition", leader_epoch: int) -> None:
+    def add(self, partition: Partition, leader_epoch: int) -> None:
         self.partitions[partition.tp] = FetchState(partition, leader_epoch)
         self._wake()
 
@@ -267,12 +267,12 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """Which leader each followed partition fetches from."""
 
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._assigned: dict[tuple[str, int], int] = {}
 
-    def add(self, partition: "Partition", leader_id: int, leader_epoch: int) -> None:
+    def add(self, partition: Partition, leader_id: int, leader_epoch: int) -> None:
         self.remove(partition.tp)
         fetcher = self.fetchers.get(leader_id)
         if fetcher is None:

@@ -35,7 +35,7 @@ TopicPartition = tuple[str, int]
 class ReplicaManager:
     """Keeps local logs and roles in step with ZooKeeper and finds the log a request targets."""
 
-    def __init__(self, broker: "Broker", logs: LogManager, base_config: LogConfig, metadata: MetadataCache) -> None:
+    def __init__(self, broker: Broker, logs: LogManager, base_config: LogConfig, metadata: MetadataCache) -> None:
         self.broker = broker
         self.broker_id = broker.broker_id
         self.logs = logs

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet.interfaces import IPullProducer, ISSLTransport
 from twisted.logger import Logger

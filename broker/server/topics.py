@@ -81,7 +81,7 @@ def wait_for_leaders(zk: ZkClient, name: str, partitions: list[int] | None = Non
 class TopicAdmin:
     """Creates and deletes topics for CreateTopics, DeleteTopics and auto-creation."""
 
-    def __init__(self, broker: "Broker") -> None:
+    def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
     def create(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -140,7 +141,7 @@ class LogConfig:
         return "delete" in self.cleanup_policy.split(",")
 
     @classmethod
-    def from_broker(cls, props: Mapping[str, Any]) -> "LogConfig":
+    def from_broker(cls, props: Mapping[str, Any]) -> LogConfig:
         """Build the broker-wide default from server.properties keys (``log.*`` and friends)."""
         topic: dict[str, Any] = {}
         for broker_key, topic_key in _BROKER_KEYS.items():
@@ -159,7 +160,7 @@ class LogConfig:
             )
         return cls(**kwargs)
 
-    def with_overrides(self, topic_props: Mapping[str, Any]) -> "LogConfig":
+    def with_overrides(self, topic_props: Mapping[str, Any]) -> LogConfig:
         """Apply topic-level keys (``segment.bytes``...); unknown keys and bad values raise ValueError."""
         changes: dict[str, Any] = {}
         other = dict(self.other)

@@ -16,8 +16,8 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 _SWAP = sys.byteorder == "little"
 _TIME_ENTRY = struct.Struct(">qi")

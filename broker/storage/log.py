@@ -17,8 +17,9 @@ import threading
 import time
 import uuid
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from broker.protocol.batch import (
     ATTRIBUTES_POS,
@@ -152,7 +153,7 @@ class PartitionLog:
         log_start_offset: int = 0,
         high_watermark: int | None = None,
         stats: LoadStats | None = None,
-    ) -> "PartitionLog":
+    ) -> PartitionLog:
         """Open (or create) the log in ``directory``, named ``<topic>-<partition>``.
 
         ``clean``: trust every segment and index (after a clean shutdown). Otherwise every

@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import threading
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from broker.protocol.errors import InvalidTopicError, KafkaStorageError
 from broker.storage.checkpoint import (

@@ -16,7 +16,8 @@ import json
 import logging
 import os
 from collections import deque
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 from broker.protocol.batch import BatchHeader
 from broker.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceError
@@ -162,7 +163,7 @@ class ProducerStateManager:
         os.replace(tmp, path)
 
     @classmethod
-    def read_snapshot(cls, path: str) -> "ProducerStateManager":
+    def read_snapshot(cls, path: str) -> ProducerStateManager:
         """Load one snapshot file; ValueError if it is damaged."""
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -180,7 +181,7 @@ class ProducerStateManager:
         return state
 
     @classmethod
-    def load_latest(cls, directory: str, max_offset: int) -> tuple["ProducerStateManager", int | None]:
+    def load_latest(cls, directory: str, max_offset: int) -> tuple[ProducerStateManager, int | None]:
         """The newest readable snapshot at or below ``max_offset`` and its offset (None: none)."""
         for offset in reversed(snapshot_offsets(directory)):
             if offset > max_offset:

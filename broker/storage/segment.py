@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from broker.protocol.batch import (
+    COMPRESSION_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     TIMESTAMP_TYPE_MASK,
-    COMPRESSION_MASK,
     BatchHeader,
     check_batch,
     read_header,
@@ -60,7 +60,7 @@ class LogSegment:
     # -- life cycle -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, base_offset: int, config: LogConfig) -> "LogSegment":
+    def create(cls, directory: str, base_offset: int, config: LogConfig) -> LogSegment:
         """A new empty segment (files created now, so the layout is whole)."""
         path = os.path.join(directory, file_name(base_offset, ".log"))
         file = SegmentFile(path, create=True)
@@ -73,7 +73,7 @@ class LogSegment:
         return seg
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, config: LogConfig) -> "LogSegment":
+    def open(cls, directory: str, base_offset: int, config: LogConfig) -> LogSegment:
         """An existing segment; its indexes are read on first use."""
         file = SegmentFile(os.path.join(directory, file_name(base_offset, ".log")))
         return cls(directory, base_offset, config, file, file.size(), on_disk=True)

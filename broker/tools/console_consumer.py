@@ -13,7 +13,8 @@ import argparse
 import random
 import sys
 import time
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.rebalance import Whitelist
@@ -213,7 +214,7 @@ def _run_group(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[st
     return 0
 
 
-def _commit_quietly(consumer: "GroupConsumer") -> None:
+def _commit_quietly(consumer: GroupConsumer) -> None:
     """Commit what was printed; a failure (the group rebalancing, the coordinator gone) is one line."""
     try:
         consumer.commit()

@@ -4,8 +4,8 @@ records) in the shape of Kafka's kafka-dump-log tool; .index and .timeindex file
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from broker.protocol import batch
 from broker.protocol.compression import codec_name

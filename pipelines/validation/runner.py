@@ -30,7 +30,7 @@ log = logging.getLogger("logbus.validation")
 class ValidationFailed(Exception):
     """A load that did not validate; the message names every failed check."""
 
-    def __init__(self, run: "RunValidation") -> None:
+    def __init__(self, run: RunValidation) -> None:
         self.run = run
         lines = [f"validation of run {run.run_id} failed: {len(run.failures)} check(s) did not pass"]
         for topic, check in run.failures:
@@ -223,7 +223,7 @@ def validate_topic(fs, topic: str, spec: TopicSpec, manifest: dict, run_id: str)
         docs_dir = os.path.join(tmp, "docs")
         ctx = _context(docs_dir)
         suite = ctx.suites.add(build_suite(suite_name, specs))
-        asset = ctx.data_sources.add_pandas(f"warehouse").add_dataframe_asset(topic)
+        asset = ctx.data_sources.add_pandas("warehouse").add_dataframe_asset(topic)
         batch_def = asset.add_batch_definition_whole_dataframe("run")
         definition = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{topic}.{run_id}", data=batch_def,
                                                                             suite=suite))

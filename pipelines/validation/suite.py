@@ -102,7 +102,6 @@ def build_suite(name: str, specs: list[dict]):
     """A Great Expectations ``ExpectationSuite`` of ``specs`` (raises ValueError naming a bad one)."""
     import great_expectations as gx
     import great_expectations.expectations as gxe
-
     from great_expectations.expectations.row_conditions import Column
 
     suite = gx.ExpectationSuite(name=name)

@@ -20,8 +20,8 @@ from broker.client.consumer_protocol import (
     roundrobin_assignor,
 )
 from broker.config import ConfigError
-from broker.protocol.errors import KafkaError
 from broker.coordinator.placement import coordinator_for
+from broker.protocol.errors import KafkaError
 from tests.coordinator.conftest import (
     Member,
     confluent_member,

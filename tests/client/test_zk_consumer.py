@@ -19,7 +19,6 @@ from broker.client.simple_consumer import SimpleConsumer
 from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsumerConnector
 from broker.cluster.net import free_port
 from broker.cluster.zk import ZkConnectionError
-from broker.config import Listener
 from broker.protocol.errors import UnknownTopicOrPartitionError
 
 FAST = {

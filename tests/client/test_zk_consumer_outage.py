@@ -10,7 +10,6 @@ from broker.client.zk_consumer import ZookeeperConsumerConnector
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
-
 from tests.client.test_zk_consumer import Collector, create_topic, owners, produce
 
 

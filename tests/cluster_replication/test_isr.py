@@ -12,7 +12,6 @@ from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import encode_batch
-
 from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, state, wait_until
 
 

@@ -4,13 +4,12 @@ consumers of every client library running in threads (or, to be killed, in proce
 from __future__ import annotations
 
 import threading
-import time
 import uuid
-from typing import Callable, Iterator
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 GROUP_BROKER = {"group.initial.rebalance.delay.ms": "0"}

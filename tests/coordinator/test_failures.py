@@ -8,8 +8,6 @@ import sys
 import textwrap
 import time
 
-import pytest
-
 from broker.coordinator.placement import coordinator_for
 from tests.coordinator.conftest import (
     GROUP_BROKER,

@@ -9,7 +9,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsumerConnector
-from tests.coordinator.conftest import SESSION_MS, create_topic, produce, unique, wait_until
+from tests.coordinator.conftest import SESSION_MS, create_topic, produce, unique
 
 PARTITIONS = 3
 

@@ -114,7 +114,7 @@ def test_end_to_end_then_incremental_then_rerun(airflow_db, spark, broker, tmp_p
     assert all(p["count"] == 0 for p in s.manifest(topics[1], second)["partitions"])
 
     # a rerun of the first run from its saved offsets reproduces its files byte for byte
-    before = {f: f.read_bytes() for t in topics for f in data_files(tmp_path / "wh", t) if f"+0+150." in f.name}
+    before = {f: f.read_bytes() for t in topics for f in data_files(tmp_path / "wh", t) if "+0+150." in f.name}
     assert len(before) == 4
     for f in before:
         f.unlink()

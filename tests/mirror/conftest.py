@@ -12,8 +12,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -48,7 +48,7 @@ class Cluster:
             }
             self.brokers.append(BrokerProcess(props, home / f"b{i + 1}"))
 
-    def start(self) -> "Cluster":
+    def start(self) -> Cluster:
         for b in self.brokers:
             b.start()
         return self
@@ -163,7 +163,7 @@ class MirrorProcess:
         self.cmd = cmd
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "MirrorProcess":
+    def start(self) -> MirrorProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
         with open(self.out_path, "ab") as out:

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from broker.cluster.net import free_port
 from broker.client.group_consumer import GroupConsumer
 from broker.client.producer import Producer
 from broker.client.rebalance import Blacklist, Whitelist
+from broker.cluster.net import free_port
 from broker.config import ConfigError
 from mirror.config import build_config
 from mirror.group_props import group_consumer_props

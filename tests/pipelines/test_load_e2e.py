@@ -9,14 +9,11 @@ import json
 from pathlib import Path
 
 from broker.client.simple_consumer import LATEST_TIME, SimpleConsumer
-
 from pipelines.config import parse_config
+from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
-from pipelines.fs import LocalFS
-
-from tests.pipelines.helpers import (create_topics, data_files, json_topic, loader_config, new_topic, produce_events,
-                      read_rows)
+from tests.pipelines.helpers import create_topics, data_files, json_topic, loader_config, new_topic, produce_events, read_rows
 
 
 def _high_watermarks(bootstrap: str, topics: list[str], partitions: int) -> dict:
@@ -41,7 +38,7 @@ def _check_rows(rows: list[dict], expected: dict) -> None:
         r = by_key[k]
         assert r["member_id"] == e["member_id"]
         assert r["page"] == e["page"]
-        assert r["ts"] == dt.datetime.fromtimestamp(e["ts"] / 1000, dt.timezone.utc)
+        assert r["ts"] == dt.datetime.fromtimestamp(e["ts"] / 1000, dt.UTC)
         assert r["timestamp"] == r["ts"]  # produced with the event time as the record timestamp
         assert abs(r["score"] - e["score"]) < 1e-12
         assert json.loads(r["tags"]) == e["tags"]

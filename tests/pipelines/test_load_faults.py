@@ -24,8 +24,15 @@ from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
 from pipelines.task import LoadError, OutOfRangeError
-from tests.pipelines.helpers import (create_topics, data_files, json_topic, loader_config, new_topic, produce,
-                                     produce_events, read_rows)
+from tests.pipelines.helpers import (
+    create_topics,
+    data_files,
+    json_topic,
+    loader_config,
+    new_topic,
+    produce,
+    read_rows,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3_600_000

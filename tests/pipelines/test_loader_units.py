@@ -3,7 +3,6 @@ good values from bad ones, the writer is deterministic and names files after the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -10,8 +10,8 @@ import re
 import shutil
 import subprocess
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -21,7 +21,6 @@ from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
 from pipelines.metrics_push import push_url
-
 from tests.pipelines.helpers import create_topics, json_topic, loader_config, new_topic, produce, produce_events
 from tests.waiting import wait_until
 

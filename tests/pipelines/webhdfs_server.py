@@ -156,7 +156,7 @@ class WebHdfsServer:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "WebHdfsServer":
+    def start(self) -> WebHdfsServer:
         self.thread.start()
         return self
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from broker.protocol.errors import ProtocolDecodeError
 from broker.protocol.header import (

@@ -11,7 +11,8 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from broker.protocol.messages import REQUESTS, RESPONSES, SCHEMA_VERSIONS, ApiKey
 from broker.protocol.schema import MISSING, Field, MessageSchema

@@ -5,7 +5,11 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder  # noqa: E402
+from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
+from kafka.record.memory_records import MemoryRecords  # noqa: E402
 
 from broker.protocol import batch as B
 from broker.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
@@ -18,10 +22,6 @@ from broker.protocol.records import (
     encode_batch,
     encode_message_set,
 )
-
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder  # noqa: E402
-from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
-from kafka.record.memory_records import MemoryRecords  # noqa: E402
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 SAMPLE = [

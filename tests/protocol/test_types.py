@@ -6,7 +6,8 @@ import struct
 import uuid
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError
 from broker.protocol.types import (

@@ -13,9 +13,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.cluster.net import free_port
-from broker.server.metrics import count_records
 from broker.protocol.records import encode_batch
-
+from broker.server.metrics import count_records
 from tests.cluster_replication.conftest import FAST, by_id, state, wait_until
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")

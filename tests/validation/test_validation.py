@@ -32,7 +32,7 @@ def config(wh: Path, expectations=None):
 
 
 def rows(partition: int, offsets, **over):
-    base = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     out = []
     for o in offsets:
         r = {"topic": TOPIC, "partition": partition, "offset": o, "timestamp": base, "key": b"k", "headers": [],

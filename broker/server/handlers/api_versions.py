@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     served = broker.dispatcher.handlers[ApiKey.API_VERSIONS]
     if not served.serves(header.api_version):
         # A newer client than us: say which ApiVersions versions exist so it can retry lower.

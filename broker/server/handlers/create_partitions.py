@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     topics = request["topics"]
     names = [t["name"] for t in topics]
     attempts = []

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     topics = request["topics"]
     counts: dict[str, int] = {}
     for topic in topics:

@@ -15,14 +15,14 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     names = list(request["topic_names"])
     d = defer.DeferredList([_delete(broker, name) for name in names], consumeErrors=True)
     d.addCallback(lambda results: {"throttle_time_ms": 0, "responses": [_result(n, r) for n, r in zip(names, results)]})
     return d
 
 
-def _delete(broker: "Broker", name: str) -> defer.Deferred[None]:
+def _delete(broker: Broker, name: str) -> defer.Deferred[None]:
     if not broker.config.delete_topic_enable:
         return defer.fail(TopicDeletionDisabledError("delete.topic.enable is false on this broker"))
     if name not in broker.metadata.topics:

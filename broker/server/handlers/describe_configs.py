@@ -3,7 +3,8 @@ broker's own settings."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
@@ -24,15 +25,15 @@ DEFAULT_CONFIG = 5
 SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict]:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     resources = request["resources"]
     d = defer.DeferredList([_describe(broker, r) for r in resources], consumeErrors=True)
     d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(r, o) for r, o in zip(resources, results)]})
     return d
 
 
-def _describe(broker: "Broker", resource: dict) -> defer.Deferred[list[dict]]:
-    describe: Callable[["Broker", str], Any] | None = DESCRIBERS.get(resource["resource_type"])
+def _describe(broker: Broker, resource: dict) -> defer.Deferred[list[dict]]:
+    describe: Callable[[Broker, str], Any] | None = DESCRIBERS.get(resource["resource_type"])
     if describe is None:
         return defer.fail(InvalidRequestError(f"resource type {resource['resource_type']} is not supported"))
     d = defer.maybeDeferred(describe, broker, resource["resource_name"])
@@ -42,7 +43,7 @@ def _describe(broker: "Broker", resource: dict) -> defer.Deferred[list[dict]]:
     return d
 
 
-def _topic_configs(broker: "Broker", topic: str) -> defer.Deferred[list[dict]]:
+def _topic_configs(broker: Broker, topic: str) -> defer.Deferred[list[dict]]:
     if topic not in broker.metadata.topics:
         return defer.fail(UnknownTopicOrPartitionError(f"topic {topic} does not exist"))
     d = threads.deferToThread(broker.zk.topic_config, topic)
@@ -58,7 +59,7 @@ def _topic_configs(broker: "Broker", topic: str) -> defer.Deferred[list[dict]]:
     return d
 
 
-def _broker_configs(broker: "Broker", name: str) -> list[dict]:
+def _broker_configs(broker: Broker, name: str) -> list[dict]:
     if name not in ("", str(broker.broker_id)):
         raise InvalidRequestError(f"this is broker {broker.broker_id}, not {name}")
     return [_entry(key, value, STATIC_BROKER_CONFIG) for key, value in sorted(broker.config.props.items())]
@@ -89,6 +90,6 @@ def _result(resource: dict, outcome: tuple[bool, Any]) -> dict:
     return {**result, "error_code": code, "error_message": str(exc), "configs": []}
 
 
-DESCRIBERS: dict[int, Callable[["Broker", str], Any]] = {TOPIC: _topic_configs, BROKER: _broker_configs}
+DESCRIBERS: dict[int, Callable[[Broker, str], Any]] = {TOPIC: _topic_configs, BROKER: _broker_configs}
 
 HANDLER = Handler(ApiKey.DESCRIBE_CONFIGS, 1, 3, handle)

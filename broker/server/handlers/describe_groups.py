@@ -23,7 +23,7 @@ def _bare(group_id: str, state: str, error: int = ErrorCode.NONE) -> dict:
     return {"error_code": error, "group_id": group_id, "group_state": state, "protocol_type": "", "protocol_data": "", "members": []}
 
 
-def _describe(broker: "Broker", group_id: str, has_offsets: set[str]) -> dict:
+def _describe(broker: Broker, group_id: str, has_offsets: set[str]) -> dict:
     error = coordinator_error(broker, group_id)
     if error is not None:
         return _bare(group_id, "", error)
@@ -33,7 +33,7 @@ def _describe(broker: "Broker", group_id: str, has_offsets: set[str]) -> dict:
     return _bare(group_id, "Empty" if group_id in has_offsets else "Dead")
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     group_ids = list(request["groups"])
     unknown = [g for g in group_ids if broker.coordinator is not None and broker.coordinator.group(g) is None]
 

@@ -27,7 +27,7 @@ class _Wanted(NamedTuple):
     leader_epoch: int = -1
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     wanted = [
         _Wanted(topic["topic"], part["partition"], part["fetch_offset"], part["partition_max_bytes"], part.get("current_leader_epoch", -1))
         for topic in request["topics"]
@@ -52,14 +52,14 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     return d
 
 
-def _answer(broker: "Broker", read: "_Read", follower: bool) -> dict:
+def _answer(broker: Broker, read: _Read, follower: bool) -> dict:
     """The response of the read that is sent, its bytes and records counted in the metrics."""
     for topic, size, records in read.served:
         broker.metrics.fetched(topic, size, records, follower)
     return read.response
 
 
-def _record_follower_positions(broker: "Broker", replica_id: int, wanted: list[_Wanted]) -> None:
+def _record_follower_positions(broker: Broker, replica_id: int, wanted: list[_Wanted]) -> None:
     for item in wanted:
         p = broker.replicas.partitions.get((item.topic, item.partition))
         if p is not None and p.is_leader and (item.leader_epoch < 0 or item.leader_epoch == p.leader_epoch):
@@ -83,7 +83,7 @@ class _Read(NamedTuple):
     served: list[tuple[str, int, int]]
 
 
-def _read(broker: "Broker", wanted: list[_Wanted], max_bytes: int, replica: bool = False) -> _Read:
+def _read(broker: Broker, wanted: list[_Wanted], max_bytes: int, replica: bool = False) -> _Read:
     """Read every wanted partition within ``max_bytes``, whole batches, below the HW for consumers."""
     remaining = max_bytes
     total = 0

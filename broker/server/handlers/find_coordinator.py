@@ -23,7 +23,7 @@ def _error(code: int, message: str) -> dict:
     return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     if request.get("key_type", GROUP_KEY) != GROUP_KEY:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not served")
     if not request["key"]:

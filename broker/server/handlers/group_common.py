@@ -3,7 +3,8 @@ group state machine's ``respond`` callbacks into Deferreds."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def coordinator_error(broker: "Broker", group_id: str) -> int | None:
+def coordinator_error(broker: Broker, group_id: str) -> int | None:
     """None when this broker coordinates ``group_id``; else the error to answer."""
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     error = coordinator_error(broker, request["group_id"])
     if error is None:
         group = broker.coordinator.group(request["group_id"])

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 INITIAL_EPOCH = 0
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> defer.Deferred[dict] | dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict] | dict:
     if request.get("transactional_id") is not None:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "producer_id": -1, "producer_epoch": -1}
     d = threads.deferToThread(broker.producer_ids.next_id)

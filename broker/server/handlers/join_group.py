@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def _client_host(broker: "Broker") -> str:
+def _client_host(broker: Broker) -> str:
     """Kafka's "/127.0.0.1" form, when the connection recorded the peer (``request_peer_host``)."""
     host = getattr(broker, "request_peer_host", None)
     return f"/{host}" if host else ""
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     error = coordinator_error(broker, request["group_id"])
     if error is not None:
         return {"throttle_time_ms": 0, **join_error(error, request["member_id"])}

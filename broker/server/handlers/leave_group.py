@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     leaving = [m["member_id"] for m in request["members"]] if "members" in request else [request["member_id"]]
     error = coordinator_error(broker, request["group_id"])
     results: list[dict] = []

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     coordinator = broker.coordinator
     if coordinator is None:
         return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "groups": []}

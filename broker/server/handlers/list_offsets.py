@@ -18,7 +18,7 @@ EARLIEST = -2
 NO_TIMESTAMP = -1
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     return {
         "throttle_time_ms": 0,
         "topics": [
@@ -28,7 +28,7 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
     }
 
 
-def _lookup(broker: "Broker", topic: str, part: dict) -> dict:
+def _lookup(broker: Broker, topic: str, part: dict) -> dict:
     response = {"partition_index": part["partition_index"], "error_code": ErrorCode.NONE, "timestamp": NO_TIMESTAMP, "offset": -1, "leader_epoch": -1}
     try:
         log = broker.replicas.leader_log(topic, part["partition_index"])

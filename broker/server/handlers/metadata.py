@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     requested = request.get("topics")
     if requested is None or (header.api_version == 0 and not requested):
         names = None
@@ -38,7 +38,7 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     return d
 
 
-def _auto_creatable(broker: "Broker", names: list[str] | None, allowed: bool) -> list[str]:
+def _auto_creatable(broker: Broker, names: list[str] | None, allowed: bool) -> list[str]:
     if not names or not allowed or not broker.config.auto_create_topics_enable:
         return []
     unknown = [n for n in names if n not in broker.metadata.topics]
@@ -63,7 +63,7 @@ def _creation_errors(names: list[str], results: list[tuple[bool, Any]]) -> dict[
     return errors
 
 
-def _build(broker: "Broker", names: list[str] | None, creation_errors: dict[str, int]) -> dict:
+def _build(broker: Broker, names: list[str] | None, creation_errors: dict[str, int]) -> dict:
     cache = broker.metadata
     if names is None:
         names = sorted(cache.topics)
@@ -79,7 +79,7 @@ def _build(broker: "Broker", names: list[str] | None, creation_errors: dict[str,
     }
 
 
-def _topic(broker: "Broker", name: str, creation_error: int | None) -> dict:
+def _topic(broker: Broker, name: str, creation_error: int | None) -> dict:
     partitions = broker.metadata.topics.get(name)
     topic = {"name": name, "is_internal": False, "partitions": [], "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
     if partitions is None:

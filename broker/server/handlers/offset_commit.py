@@ -38,7 +38,7 @@ def _response(topics: list[dict], code_of: Any) -> dict:
     }
 
 
-def _group_error(broker: "Broker", request: dict) -> int | None:
+def _group_error(broker: Broker, request: dict) -> int | None:
     group_id = request["group_id"]
     error = coordinator_error(broker, group_id)
     if error is not None:
@@ -52,7 +52,7 @@ def _group_error(broker: "Broker", request: dict) -> int | None:
     return group.check_commit(request.get("member_id", ""), generation)
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request["topics"]
     error = _group_error(broker, request)
     if error is not None:

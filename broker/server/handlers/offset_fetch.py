@@ -31,7 +31,7 @@ def _partition(index: int, committed: Any, error: int = ErrorCode.NONE) -> dict:
     }
 
 
-def _read(broker: "Broker", group_id: str, topics: list[dict] | None) -> dict:
+def _read(broker: Broker, group_id: str, topics: list[dict] | None) -> dict:
     store = broker.coordinator.store
     wanted = (
         {t["name"]: list(t["partition_indexes"]) for t in topics} if topics is not None else store.topics(group_id)
@@ -46,7 +46,7 @@ def _read(broker: "Broker", group_id: str, topics: list[dict] | None) -> dict:
     }
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request.get("topics")
     error = coordinator_error(broker, request["group_id"])
     if error is not None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     return {
         "throttle_time_ms": 0,
         "topics": [
@@ -28,7 +28,7 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> dict:
     }
 
 
-def _lookup(broker: "Broker", topic: str, part: dict) -> dict:
+def _lookup(broker: Broker, topic: str, part: dict) -> dict:
     response = {"error_code": ErrorCode.NONE, "partition": part["partition"], "leader_epoch": -1, "end_offset": -1}
     try:
         leader = broker.replicas.leader_partition(topic, part["partition"])

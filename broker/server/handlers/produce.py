@@ -36,7 +36,7 @@ VALID_ACKS = (0, 1, -1)
 FIRST_RECORD_BATCH_VERSION = 3
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     acks = request["acks"]
     append = _append if header.api_version >= FIRST_RECORD_BATCH_VERSION else _refuse_legacy
     waits: list[defer.Deferred[None]] = []
@@ -57,7 +57,7 @@ def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
     return defer.gatherResults(waits).addCallback(lambda _: result)
 
 
-def _wait_for_replicas(broker: "Broker", topic: str, partition: int, required: int, timeout_ms: int, response: dict) -> defer.Deferred[None]:
+def _wait_for_replicas(broker: Broker, topic: str, partition: int, required: int, timeout_ms: int, response: dict) -> defer.Deferred[None]:
     """acks=all: answer once the high watermark reaches ``required`` (or with the error)."""
 
     def done(code: int) -> None:
@@ -75,11 +75,11 @@ def _require_one_batch(records: bytearray) -> None:
             raise InvalidRecordError("a produce request must carry exactly one record batch per partition")
 
 
-def _refuse_legacy(broker: "Broker", topic: str, partition: int, records: Any, acks: int) -> tuple[dict, None]:
+def _refuse_legacy(broker: Broker, topic: str, partition: int, records: Any, acks: int) -> tuple[dict, None]:
     return {"index": partition, "error_code": ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, "base_offset": -1}, None
 
 
-def _append(broker: "Broker", topic: str, partition: int, records: Any, acks: int) -> tuple[dict, int | None]:
+def _append(broker: Broker, topic: str, partition: int, records: Any, acks: int) -> tuple[dict, int | None]:
     """The partition's response, and for acks=all the high watermark it must wait for
     (None when it can answer now)."""
     response = {"index": partition, "error_code": ErrorCode.NONE, "base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1}

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def handle(broker: "Broker", header: RequestHeader, request: dict) -> Any:
+def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     error = coordinator_error(broker, request["group_id"])
     group = broker.coordinator.group(request["group_id"]) if error is None else None
     if error is None and group is None:
