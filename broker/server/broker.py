@@ -7,7 +7,7 @@ with ZooKeeper calls pushed to the thread pool.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypeVar
 
 from twisted.internet import defer, threads
 from twisted.internet.task import LoopingCall
@@ -22,23 +22,22 @@ from broker.coordinator.group import GroupConfig
 from broker.coordinator.offsets import ZkOffsetStore
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
-from broker.server.delayed_fetch import FetchPurgatory
-from broker.server.delayed_produce import ProducePurgatory
 from broker.server.dispatch import Dispatcher
 from broker.server.handlers import ALL_HANDLERS
 from broker.server.metadata import BrokerEndpoint, MetadataCache
 from broker.server.metrics import BrokerMetrics, listen_metrics
+from broker.server.partition_states import ZkPartitionStates
+from broker.server.replica_fetcher import ReplicaFetcherManager
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
 from broker.storage.config import LogConfig
 from broker.storage.manager import LogManager
 
 log = Logger()
+ComponentT = TypeVar("ComponentT")
 
 BROKER_IDS_PATH = "/brokers/ids"
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
-#: "wake every waiting consumer": the high watermark moved by an unknown number of bytes
-WAKE_ALL_BYTES = 1 << 62
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 8.0
 
 
@@ -59,9 +58,6 @@ class Broker:
         self.broker_id = config.broker_id
         self.log_config = LogConfig.from_broker(config.props)
         self.metadata = MetadataCache()
-        self.fetches = FetchPurgatory(reactor)  # consumers: woken when the high watermark moves
-        self.replica_fetches = FetchPurgatory(reactor)  # followers: woken by appends
-        self.produces = ProducePurgatory(reactor)  # acks=all: woken when the high watermark moves
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
         self.dispatcher = Dispatcher(ALL_HANDLERS)
@@ -69,15 +65,41 @@ class Broker:
         self.dispatcher.metrics = self.metrics
         self.metrics_port: int | None = None  # the bound metrics.port, once listening
         self.topics = TopicAdmin(self)
-        self.zk: ZkClient | None = None
-        self.logs: LogManager | None = None
-        self.replicas: ReplicaManager | None = None
-        self.producer_ids: ProducerIdAllocator | None = None
-        self.coordinator: GroupCoordinator | None = None
+        # Set by start(); read through the properties below, which refuse before then.
+        self._zk: ZkClient | None = None
+        self._logs: LogManager | None = None
+        self._replicas: ReplicaManager | None = None
+        self._producer_ids: ProducerIdAllocator | None = None
+        self._coordinator: GroupCoordinator | None = None
         self.endpoints: list[Listener] = []
         self._ports: list[Any] = []
         self._loops: list[LoopingCall] = []
         self._stopping = False
+
+    @property
+    def zk(self) -> ZkClient:
+        return _started(self._zk, "ZooKeeper client")
+
+    @property
+    def logs(self) -> LogManager:
+        return _started(self._logs, "log manager")
+
+    @property
+    def replicas(self) -> ReplicaManager:
+        return _started(self._replicas, "replica manager")
+
+    @property
+    def has_replicas(self) -> bool:
+        """Whether start() has come as far as the replica manager (metrics read it if so)."""
+        return self._replicas is not None
+
+    @property
+    def producer_ids(self) -> ProducerIdAllocator:
+        return _started(self._producer_ids, "producer id allocator")
+
+    @property
+    def coordinator(self) -> GroupCoordinator:
+        return _started(self._coordinator, "group coordinator")
 
     # -- start ------------------------------------------------------------------------------
 
@@ -85,8 +107,8 @@ class Broker:
         """Open logs, listen, register in ZooKeeper, load topics. Blocking; raises on failure."""
         config = self.config
         started = time.monotonic()
-        self.logs = LogManager(config.log_dirs, self.log_config)
-        stats = self.logs.load_stats
+        self._logs = logs = LogManager(config.log_dirs, self.log_config)
+        stats = logs.load_stats
         log.info(
             "log recovery: clean shutdown: {clean}, logs: {logs}, segments: {segments}, segments scanned: {scanned}, "
             "bytes truncated: {truncated}, indexes rebuilt: {rebuilt} ({dirs})",
@@ -98,16 +120,25 @@ class Broker:
             rebuilt=stats.indexes_rebuilt,
             dirs=", ".join(config.log_dirs),
         )
-        self.replicas = ReplicaManager(self, self.logs, self.log_config, self.metadata)
-        self.zk = ZkClient(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms)
-        self.zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        self._zk = zk = ZkClient(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms)
+        zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        self._replicas = ReplicaManager(
+            self.broker_id,
+            logs,
+            self.log_config,
+            self.metadata,
+            self.reactor,
+            ZkPartitionStates(zk),
+            self.metrics,
+            ReplicaFetcherManager(self),
+        )
         try:
-            self.zk.ensure_paths()
-            self.metadata.cluster_id = get_or_create_cluster_id(self.zk.client)
-            self.producer_ids = ProducerIdAllocator(self.zk.client, self.broker_id)
+            zk.ensure_paths()
+            self.metadata.cluster_id = get_or_create_cluster_id(zk.client)
+            self._producer_ids = ProducerIdAllocator(zk.client, self.broker_id)
             self._listen()
             # A broker restarted after kill -9 finds its old registration until that session expires.
-            self.zk.register_broker(
+            zk.register_broker(
                 self.broker_id,
                 self.endpoints,
                 rack=config.broker_rack,
@@ -116,7 +147,7 @@ class Broker:
         except BaseException:
             self._abandon_start()
             raise
-        self.coordinator = GroupCoordinator(
+        self._coordinator = GroupCoordinator(
             self.broker_id,
             self.reactor,
             GroupConfig(
@@ -124,15 +155,15 @@ class Broker:
                 config.group_min_session_timeout_ms,
                 config.group_max_session_timeout_ms,
             ),
-            ZkOffsetStore(self.zk.client),
+            ZkOffsetStore(zk.client),
             threads.deferToThread,
             lambda: self.metadata.brokers.keys(),
         )
-        self._set_brokers(self.zk.live_brokers())
-        self.zk.client.ChildrenWatch(BROKER_IDS_PATH, self._on_brokers_changed)
+        self._set_brokers(zk.live_brokers())
+        zk.client.ChildrenWatch(BROKER_IDS_PATH, self._on_brokers_changed)
         self.cluster_watch.start()
         self.controller = Controller(
-            self.zk,
+            zk,
             self.broker_id,
             unclean_default=config.unclean_leader_election_enable,
             auto_rebalance=config.auto_leader_rebalance_enable,
@@ -172,19 +203,19 @@ class Broker:
         for port in self._ports:
             port.stopListening()
         self._ports.clear()
-        if self.zk is not None:
-            self.zk.stop()
-        if self.logs is not None:
-            self.logs.shutdown()
+        if self._zk is not None:
+            self._zk.stop()
+        if self._logs is not None:
+            self._logs.shutdown()
 
     def _start_loops(self) -> None:
-        config = self.config
+        config, logs, replicas = self.config, self.logs, self.replicas
         flush_interval = min(config.log_flush_scheduler_interval_ms, FLUSH_CHECK_MAX_INTERVAL_MS)
         for interval_ms, work in (
-            (config.log_retention_check_interval_ms, lambda: self.logs.retention_pass(now_ms())),
-            (flush_interval, lambda: self.logs.flush_pass(now_ms())),
-            (config.log_flush_offset_checkpoint_interval_ms, lambda: self.logs.checkpoint()),
-            (max(config.replica_lag_time_max_ms // 2, 100), lambda: self.replicas.shrink_isrs(config.replica_lag_time_max_ms)),
+            (config.log_retention_check_interval_ms, lambda: logs.retention_pass(now_ms())),
+            (flush_interval, lambda: logs.flush_pass(now_ms())),
+            (config.log_flush_offset_checkpoint_interval_ms, lambda: logs.checkpoint()),
+            (max(config.replica_lag_time_max_ms // 2, 100), lambda: replicas.shrink_isrs(config.replica_lag_time_max_ms)),
         ):
             loop = LoopingCall(work)
             loop.clock = self.reactor
@@ -196,8 +227,7 @@ class Broker:
     def refresh_topic(self, topic: str) -> defer.Deferred[None]:
         """Re-read one topic (assignment, config, states) from ZooKeeper and apply it here."""
         d = threads.deferToThread(read_topic, self.zk, topic)
-        d.addCallback(lambda found: self.apply_found_topic(topic, found))
-        return d
+        return d.addCallback(lambda found: self.apply_found_topic(topic, found))
 
     def apply_found_topic(self, topic: str, found: FoundTopic | None) -> None:
         if found is None:
@@ -209,7 +239,7 @@ class Broker:
         for partition, state in found.states.items():
             self.replicas.apply_state(topic, partition, state)
 
-    def _on_brokers_changed(self, children: list[str]) -> None:
+    def _on_brokers_changed(self, children: list[str]) -> bool | None:
         """ZooKeeper watch (kazoo thread): brokers joined or left."""
         if self._stopping:
             return False
@@ -224,46 +254,18 @@ class Broker:
         self.metadata.brokers = {
             broker_id: BrokerEndpoint(broker_id, info.host, info.port, info.rack) for broker_id, info in brokers.items()
         }
-        if self.coordinator is not None:
-            self.coordinator.brokers_changed()
+        if self._coordinator is not None:
+            self._coordinator.brokers_changed()
 
     def _set_controller(self, controller_id: int) -> None:
         self.metadata.controller_id = controller_id
-
-    # -- appends ------------------------------------------------------------------------------
-
-    def appended(self, topic: str, partition: int, size: int) -> None:
-        """Called by Produce after a leader append: wakes followers' fetches, and moves the
-        high watermark when the ISR is just this broker."""
-        tp = (topic, partition)
-        self.replica_fetches.notify_append(tp, size)
-        p = self.replicas.partitions.get(tp)
-        if p is not None:
-            p.maybe_advance_high_watermark(appended_bytes=size)
-
-    def high_watermark_advanced(self, topic: str, partition: int, size: int | None) -> None:
-        """The leader's high watermark moved: answer consumers' fetches and acks=all produces."""
-        tp = (topic, partition)
-        self.fetches.notify_append(tp, size if size is not None else WAKE_ALL_BYTES)
-        p = self.replicas.partitions.get(tp)
-        if p is not None:
-            self.produces.check(tp, p.log.high_watermark, lambda: len(p.isr) >= p.min_insync_replicas())
-
-    def leadership_changed(self, topic: str, partition: int) -> None:
-        """This broker gained or lost leadership: parked requests answer now."""
-        tp = (topic, partition)
-        p = self.replicas.partitions.get(tp)
-        if p is None or not p.is_leader:
-            self.produces.fail_all(tp)
-        self.fetches.notify_append(tp, WAKE_ALL_BYTES)
-        self.replica_fetches.notify_append(tp, WAKE_ALL_BYTES)
 
     # -- stop -------------------------------------------------------------------------------
 
     def stop(self) -> defer.Deferred[None]:
         """Controlled shutdown (leadership moves away first), then stop listening, answer
         parked requests, close logs cleanly, leave ZooKeeper."""
-        if self.config.controlled_shutdown_enable and self.zk is not None and self.replicas is not None:
+        if self.config.controlled_shutdown_enable and self._zk is not None and self._replicas is not None:
             d = self._controlled_shutdown()
             d.addBoth(lambda _: self._stop())
             return d
@@ -303,25 +305,28 @@ class Broker:
         self.cluster_watch.stop()
         if self.controller is not None:
             self.controller.stop()
-        if self.replicas is not None:
-            self.replicas.stop()
+        if self._replicas is not None:
+            self._replicas.stop()  # answers parked fetches and produces
         for loop in self._loops:
             if loop.running:
                 loop.stop()
-        self.fetches.wake_all()
-        self.replica_fetches.wake_all()
-        self.produces.wake_all()
-        stopped = [defer.maybeDeferred(port.stopListening) for port in self._ports]
-        if self.coordinator is not None:
-            stopped.append(self.coordinator.shutdown())  # acknowledged commits are in ZooKeeper
+        stopped: list[defer.Deferred[Any]] = [defer.maybeDeferred(port.stopListening) for port in self._ports]
+        if self._coordinator is not None:
+            stopped.append(self._coordinator.shutdown())  # acknowledged commits are in ZooKeeper
         d = defer.DeferredList(stopped)
 
         def close(_: Any) -> None:
-            if self.logs is not None:
-                self.logs.shutdown()
-            if self.zk is not None:
-                self.zk.stop()
+            if self._logs is not None:
+                self._logs.shutdown()
+            if self._zk is not None:
+                self._zk.stop()
             log.info("broker {id} stopped cleanly", id=self.broker_id)
 
-        d.addCallback(close)
-        return d
+        return d.addCallback(close)
+
+
+def _started(component: ComponentT | None, name: str) -> ComponentT:
+    """A component that start() creates; asking for it before is a programming error."""
+    if component is None:
+        raise RuntimeError(f"the broker's {name} exists once the broker has started")
+    return component

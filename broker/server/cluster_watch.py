@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import threads
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from broker.cluster.zk import parse_assignment, parse_partition_state, partition_state_path
 from broker.server.topics import read_topic
@@ -54,9 +55,7 @@ class ClusterWatch:
     def _sync_topics(self, names: set[str]) -> None:
         for topic in sorted(names - set(self._generations)):
             gen = self._generations[topic] = next(self._counter)
-            threads.deferToThread(self._watch_topic, topic, gen).addErrback(
-                lambda f, t=topic: log.failure("watching topic {t}", f, t=t)
-            )
+            threads.deferToThread(self._watch_topic, topic, gen).addErrback(self._log_failure, "watching topic {t}", topic)
         for topic in set(self._generations) - names:
             del self._generations[topic]
             if topic in self.broker.metadata.topics:
@@ -92,6 +91,10 @@ class ClusterWatch:
 
         d.addCallback(apply)
         d.addErrback(lambda f: log.failure("loading topic {t}", f, t=topic))
+
+    @staticmethod
+    def _log_failure(failure: Failure, what: str, topic: str) -> None:
+        log.failure(what, failure, t=topic)
 
     # -- partition states ----------------------------------------------------------------------
 

@@ -55,14 +55,14 @@ class KafkaConnection(Protocol):
         self._zero_copy = False
 
     def connectionMade(self) -> None:
-        transport = self.transport
+        transport: Any = self.transport
         if hasattr(transport, "bufferSize"):
             transport.bufferSize = _READ_BUFFER_SIZE
         if hasattr(transport, "setTcpNoDelay"):
             transport.setTcpNoDelay(True)
         self._zero_copy = supports_zero_copy(transport)
 
-    def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[override]
+    def connectionLost(self, reason: Failure | None = None) -> None:
         self._closed = True
         self._slots.clear()
         self._outgoing.clear()
@@ -112,7 +112,7 @@ class KafkaConnection(Protocol):
         self._flush_ready()
 
     def _fail(self, failure: Failure, slot: _Slot) -> None:
-        log.failure("handling {header} from {peer}", failure, header=slot.header, peer=self.transport.getPeer())
+        log.failure("handling {header} from {peer}", failure, header=slot.header, peer=self._peer())
         self._close("internal error while handling a request")
 
     def _flush_ready(self) -> None:
@@ -126,7 +126,7 @@ class KafkaConnection(Protocol):
     def _pump(self) -> None:
         """Write queued response parts; a file slice pauses the queue until it is sent."""
         outgoing = self._outgoing
-        transport = self.transport
+        transport: Any = self.transport
         while outgoing and not self._sending_slice and not self._closed:
             part = outgoing.popleft()
             if isinstance(part, (bytes, bytearray, memoryview)):
@@ -144,10 +144,15 @@ class KafkaConnection(Protocol):
     def _close(self, why: str) -> None:
         if self._closed:
             return
-        log.info("closing connection from {peer}: {why}", peer=self.transport.getPeer(), why=why)
+        log.info("closing connection from {peer}: {why}", peer=self._peer(), why=why)
         self._closed = True
         self._buffer.clear()
-        self.transport.loseConnection()
+        transport: Any = self.transport
+        transport.loseConnection()
+
+    def _peer(self) -> Any:
+        transport: Any = self.transport
+        return transport.getPeer()
 
 
 class KafkaServerFactory(Factory):

@@ -4,66 +4,42 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from twisted.internet import defer
 
-TopicPartition = tuple[str, int]
+from broker.server.clock import Clock
+from broker.server.purgatory import Delayed, Purgatory, TopicPartition
 
 
-class _Waiter:
-    __slots__ = ("partitions", "bytes_needed", "deferred", "timer")
+class _Waiter(Delayed[None]):
+    __slots__ = ("bytes_needed",)
 
     def __init__(self, partitions: frozenset[TopicPartition], bytes_needed: int) -> None:
-        self.partitions = partitions
+        super().__init__(partitions)
         self.bytes_needed = bytes_needed
-        self.deferred: defer.Deferred[None] = defer.Deferred()
-        self.timer: Any = None
 
 
 class FetchPurgatory:
     """Parks fetches until their partitions grow by enough bytes or their wait runs out."""
 
-    def __init__(self, reactor: Any) -> None:
-        self._reactor = reactor
-        self._by_partition: dict[TopicPartition, set[_Waiter]] = {}
+    def __init__(self, clock: Clock) -> None:
+        self._parked: Purgatory[_Waiter] = Purgatory(clock)
 
     def wait(self, partitions: frozenset[TopicPartition], bytes_needed: int, max_wait_ms: int) -> defer.Deferred[None]:
         """A Deferred that fires (with None) when the fetch should be answered."""
-        waiter = _Waiter(partitions, bytes_needed)
-        for tp in partitions:
-            self._by_partition.setdefault(tp, set()).add(waiter)
-        waiter.timer = self._reactor.callLater(max_wait_ms / 1000.0, self._complete, waiter)
-        return waiter.deferred
+        return self._parked.park(_Waiter(partitions, bytes_needed), max_wait_ms, None)
 
     def notify_append(self, tp: TopicPartition, size: int) -> None:
         """Called after ``size`` bytes were appended to ``tp``; wakes fetches that now have enough."""
-        waiters = self._by_partition.get(tp)
-        if not waiters:
-            return
-        for waiter in list(waiters):
+        for waiter in self._parked.watching(tp):
             waiter.bytes_needed -= size
             if waiter.bytes_needed <= 0:
-                self._complete(waiter)
+                self._parked.complete(waiter, None)
 
     def wake_all(self) -> None:
-        """Answer every parked fetch now (shutdown, leadership change)."""
-        for waiters in list(self._by_partition.values()):
-            for waiter in list(waiters):
-                self._complete(waiter)
-
-    def _complete(self, waiter: _Waiter) -> None:
-        if waiter.deferred.called:
-            return
-        if waiter.timer is not None and waiter.timer.active():
-            waiter.timer.cancel()
-        for tp in waiter.partitions:
-            waiters = self._by_partition.get(tp)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
-                    del self._by_partition[tp]
-        waiter.deferred.callback(None)
+        """Answer every parked fetch now (shutdown)."""
+        for tp in self._parked.keys():
+            for waiter in self._parked.watching(tp):
+                self._parked.complete(waiter, None)
 
     def __len__(self) -> int:
-        return len({w for waiters in self._by_partition.values() for w in waiters})
+        return len(self._parked)

@@ -44,11 +44,11 @@ class Dispatcher:
     """Decodes a request body, calls its handler, encodes the response with its header."""
 
     def __init__(self, handlers: list[Handler]) -> None:
-        self.handlers = {handler.api_key: handler for handler in handlers}
+        self.handlers: dict[int, Handler] = {handler.api_key: handler for handler in handlers}
         self.metrics: Any = None  # a broker.server.metrics.BrokerMetrics, set by the Broker
 
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
-        return {key: (h.min_version, h.max_version) for key, h in sorted(self.handlers.items())}
+        return {h.api_key: (h.min_version, h.max_version) for _, h in sorted(self.handlers.items())}
 
     def dispatch(self, broker: Broker, header: RequestHeader, body: memoryview) -> Any:
         """Answer one request: a response dict, a Deferred of one, or NO_RESPONSE.
@@ -73,13 +73,12 @@ class Dispatcher:
         started = metrics.request_started(header.api_key, request)
         return metrics.request_answered(header.api_key, started, handler.handle(broker, header, request))
 
-    def response_version(self, header: RequestHeader) -> int:
-        handler = self.handlers[header.api_key]
-        return header.api_version if handler.serves(header.api_version) else 0
-
     def encode_response(self, header: RequestHeader, response: dict) -> list[Any]:
-        """The response frame as parts: bytes, and file slices to send zero-copy."""
-        parts = RESPONSES[header.api_key].encode(self.response_version(header), response)
+        """The response frame as parts: bytes, and file slices to send zero-copy. An unserved
+        version (ApiVersions answering a newer client) is answered in v0."""
+        handler = self.handlers[header.api_key]
+        version = header.api_version if handler.serves(header.api_version) else 0
+        parts = RESPONSES[handler.api_key].encode(version, response)
         size = 4 + sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size for p in parts)
         prefix = _RESPONSE_PREFIX.pack(size, header.correlation_id)
         if parts and isinstance(parts[0], (bytes, bytearray)):

@@ -16,7 +16,7 @@ from twisted.internet.error import ConnectionLost
 from twisted.protocols.basic import Int32StringReceiver
 
 from broker.protocol.header import encode_request_header
-from broker.protocol.messages import REQUESTS, RESPONSES
+from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 
 _CORRELATION = struct.Struct(">i")
 
@@ -27,15 +27,16 @@ class KafkaClientProtocol(Int32StringReceiver):
     def __init__(self, client_id: str) -> None:
         self.client_id = client_id
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[int, int, defer.Deferred[dict]]] = {}
+        self._pending: dict[int, tuple[ApiKey, int, defer.Deferred[dict]]] = {}
         self.connected_ = False
 
     def connectionMade(self) -> None:
         self.connected_ = True
-        if hasattr(self.transport, "setTcpNoDelay"):
-            self.transport.setTcpNoDelay(True)
+        transport: Any = self.transport
+        if hasattr(transport, "setTcpNoDelay"):
+            transport.setTcpNoDelay(True)
 
-    def request(self, api_key: int, version: int, body: dict) -> defer.Deferred[dict]:
+    def request(self, api_key: ApiKey, version: int, body: dict) -> defer.Deferred[dict]:
         if not self.connected_:
             return defer.fail(ConnectionLost("not connected"))
         correlation_id = next(self._ids)
@@ -49,19 +50,19 @@ class KafkaClientProtocol(Int32StringReceiver):
         (correlation_id,) = _CORRELATION.unpack_from(frame, 0)
         pending = self._pending.pop(correlation_id, None)
         if pending is None:
-            self.transport.loseConnection()
+            self.close()
             return
         api_key, version, d = pending
         try:
             response = RESPONSES[api_key].decode(version, memoryview(frame)[4:])
         except Exception as exc:  # a response we cannot read: drop the connection
             d.errback(exc)
-            self.transport.loseConnection()
+            self.close()
             return
         d.callback(response)
 
     def lengthLimitExceeded(self, length: int) -> None:
-        self.transport.loseConnection()
+        self.close()
 
     def connectionLost(self, reason: Any = None) -> None:
         self.connected_ = False
@@ -71,8 +72,9 @@ class KafkaClientProtocol(Int32StringReceiver):
                 d.errback(ConnectionLost(f"connection lost: {reason.getErrorMessage() if reason else ''}"))
 
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.loseConnection()
+        transport: Any = self.transport
+        if transport is not None:
+            transport.loseConnection()
 
 
 def connect(reactor: Any, host: str, port: int, client_id: str, timeout: float) -> defer.Deferred[KafkaClientProtocol]:

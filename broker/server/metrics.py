@@ -129,7 +129,8 @@ class BrokerMetrics:
         for name, table, help_text in (
             ("logbus_topic_bytes_in_total", self.bytes_in, "Record bytes received in produce requests, per topic."),
             ("logbus_topic_records_in_total", self.records_in, "Records received in produce requests, per topic."),
-            ("logbus_topic_bytes_out_total", self.bytes_out, "Record bytes sent in fetch responses to consumers (not followers), per topic."),
+            ("logbus_topic_bytes_out_total", self.bytes_out,
+             "Record bytes sent in fetch responses to consumers (not followers), per topic."),
             ("logbus_topic_records_out_total", self.records_out,
              "Records sent to consumers, per topic, counted by offsets: from each fetch offset to the end of the last "
              "whole batch in the response (found from the log index, the data is not read)."),
@@ -148,12 +149,17 @@ class BrokerMetrics:
 
     @staticmethod
     def _render_broker(broker: Broker, out: Exposition) -> None:
-        out.gauge("logbus_purgatory_size", "Requests parked until they can be answered.", [
-            ([("purgatory", "fetch")], len(broker.fetches)),
-            ([("purgatory", "replica_fetch")], len(broker.replica_fetches)),
-            ([("purgatory", "produce")], len(broker.produces)),
-        ])
-        partitions = list(broker.replicas.partitions.items()) if broker.replicas is not None else []
+        replicas = broker.replicas if broker.has_replicas else None
+        parked = {"fetch": 0, "replica_fetch": 0, "produce": 0}
+        if replicas is not None:
+            parked = {
+                "fetch": len(replicas.fetches),
+                "replica_fetch": len(replicas.replica_fetches),
+                "produce": len(replicas.produces),
+            }
+        out.gauge("logbus_purgatory_size", "Requests parked until they can be answered.",
+                  [([("purgatory", name)], n) for name, n in parked.items()])
+        partitions = list(replicas.partitions.items()) if replicas is not None else []
         led = [p for _, p in partitions if p.is_leader]
         out.gauge("logbus_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica list.",
                   [((), sum(1 for p in led if len(p.isr) < len(p.replicas)))])

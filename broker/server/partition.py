@@ -1,36 +1,60 @@
 """One hosted partition's replication state: its role, and as leader the followers' positions,
-the ISR and the high watermark.
+the ISR, the high watermark and the min.insync.replicas rule for appends.
 
-Runs on the reactor thread. The ISR is recorded in ZooKeeper by a write conditional on the
-state znode's version (run in the thread pool), so a leader that lost a race with the
-controller (or a newer leader) cannot overwrite it; on a conflict the state is re-read.
+Runs on the reactor thread. A Partition knows nothing of the broker: it reads time from the
+injected ``now_ms`` and tells a ``PartitionListener`` what happened (the high watermark moved,
+an ISR change to record). The ISR is recorded by a write conditional on the state znode's
+version, so a leader that lost a race with the controller (or a newer leader) cannot overwrite
+it; on a conflict the listener re-reads the state.
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from twisted.internet import threads
+from twisted.internet import defer
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from broker.cluster.zk import PartitionState, ZkVersionConflictError
+from broker.protocol import batch
+from broker.protocol.errors import (
+    ErrorCode,
+    InvalidRecordError,
+    NotEnoughReplicasError,
+    _error,
+)
 from broker.storage.leader_epoch import LeaderEpochCache
-from broker.storage.log import PartitionLog
-
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
+from broker.storage.log import AppendResult, PartitionLog
 
 log = Logger()
 
 LEADER = "leader"
 FOLLOWER = "follower"
 OFFLINE = "offline"
+ACKS_ALL = -1
+
+FencedLeaderEpochError = _error("FencedLeaderEpochError", ErrorCode.FENCED_LEADER_EPOCH)
+UnknownLeaderEpochError = _error("UnknownLeaderEpochError", ErrorCode.UNKNOWN_LEADER_EPOCH)
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+class PartitionListener(Protocol):
+    """What a Partition needs from the rest of the broker (the ReplicaManager, or a test)."""
+
+    def high_watermark_advanced(self, partition: Partition, appended_bytes: int | None) -> None:
+        """The leader's HW moved (by ``appended_bytes`` of one append, None when unknown)."""
+
+    def write_isr(self, partition: Partition, state: PartitionState) -> defer.Deferred[int]:
+        """Record ``state`` if the state znode is still at ``state.zk_version``; fires with the
+        new version, or fails with ZkVersionConflictError."""
+
+    def isr_changed(self, partition: Partition, old: list[int], new: list[int], version: int) -> None:
+        """This leader's ISR change was recorded at ``version``."""
+
+    def isr_write_failed(self, partition: Partition) -> None:
+        """An ISR write failed (a lost race, ZooKeeper away): the state should be re-read."""
 
 
 @dataclass
@@ -43,15 +67,33 @@ class FollowerState:
     last_fetch_ms: int = 0
 
 
+def require_one_batch(records: bytearray) -> None:
+    """Produce v3+ carries exactly one batch per partition (as Kafka requires)."""
+    if len(records) >= batch.LOG_OVERHEAD:
+        _, length = batch.read_prefix(records)
+        if length + batch.LOG_OVERHEAD < len(records):
+            raise InvalidRecordError("a produce request must carry exactly one record batch per partition")
+
+
 class Partition:
     """A partition this broker hosts a replica of."""
 
-    def __init__(self, broker: Broker, topic: str, partition: int, log_: PartitionLog) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        log_: PartitionLog,
+        broker_id: int,
+        listener: PartitionListener,
+        now_ms: Callable[[], int],
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.log = log_
         self.log.auto_high_watermark = False
+        self.me = broker_id
+        self._listener = listener
+        self._now_ms = now_ms
         self.epochs = LeaderEpochCache(log_.dir, log_.log_end_offset)
         self.role = OFFLINE
         self.replicas: list[int] = []
@@ -69,8 +111,8 @@ class Partition:
         return (self.topic, self.partition)
 
     @property
-    def me(self) -> int:
-        return self.broker.broker_id
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
 
     @property
     def is_leader(self) -> bool:
@@ -78,6 +120,13 @@ class Partition:
 
     def min_insync_replicas(self) -> int:
         return self.log.config.min_insync_replicas
+
+    def check_leader_epoch(self, requested: int) -> None:
+        """A request naming a leader epoch (-1: none) must name this one."""
+        if requested >= 0 and requested != self.leader_epoch:
+            if requested < self.leader_epoch:
+                raise FencedLeaderEpochError(f"leader epoch {requested} is older than {self.leader_epoch}")
+            raise UnknownLeaderEpochError(f"leader epoch {requested} is newer than {self.leader_epoch}")
 
     # -- role changes -------------------------------------------------------------------------
 
@@ -93,12 +142,12 @@ class Partition:
         """Lead under ``state``; True when this is a new leadership (new epoch)."""
         new = self.role != LEADER or state.leader_epoch != self.leader_epoch
         self._record_state(replicas, state)
+        now = self._now_ms()
         if new:
             self.role = LEADER
             leo = self.log.log_end_offset
             self.epochs.assign(state.leader_epoch, leo)
             self.leader_epoch_start_offset = leo
-            now = now_ms()
             # Followers get one replica.lag.time.max.ms to show up before they leave the ISR.
             self.followers = {r: FollowerState(caught_up_ms=now) for r in self.replicas if r != self.me}
             log.info(
@@ -108,7 +157,7 @@ class Partition:
         else:
             for r in self.replicas:
                 if r != self.me:
-                    self.followers.setdefault(r, FollowerState(caught_up_ms=now_ms()))
+                    self.followers.setdefault(r, FollowerState(caught_up_ms=now))
         self.maybe_advance_high_watermark()
         return new
 
@@ -119,7 +168,9 @@ class Partition:
         self.role = FOLLOWER
         self.followers = {}
         if changed:
-            log.info("{tp}: follower of broker {leader} at epoch {epoch}", tp=self.name, leader=state.leader, epoch=state.leader_epoch)
+            log.info(
+                "{tp}: follower of broker {leader} at epoch {epoch}", tp=self.name, leader=state.leader, epoch=state.leader_epoch
+            )
         return changed
 
     def make_offline(self, replicas: list[int], state: PartitionState | None) -> None:
@@ -128,9 +179,34 @@ class Partition:
         self.role = OFFLINE
         self.followers = {}
 
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
+    # -- leader: appends ------------------------------------------------------------------------
+
+    def append_records_to_leader(self, records: bytes | bytearray | memoryview, acks: int) -> tuple[AppendResult, int]:
+        """Append one produce batch as the leader (min.insync.replicas first for acks=all) and
+        move the high watermark; returns the log's result and the bytes appended."""
+        if not records:
+            raise InvalidRecordError("produce request carries no record batch")
+        if acks == ACKS_ALL and len(self.isr) < self.min_insync_replicas():
+            raise NotEnoughReplicasError(
+                f"{self.name}: {len(self.isr)} in-sync replicas, min.insync.replicas is {self.min_insync_replicas()}"
+            )
+        # Offsets are stamped into the batch in place: it needs a writable buffer.
+        buffer = records if isinstance(records, bytearray) else bytearray(records)
+        require_one_batch(buffer)
+        result = self.log.append(buffer, leader_epoch=self.leader_epoch)
+        if not result.duplicate:
+            self.maybe_advance_high_watermark(appended_bytes=len(buffer))
+        return result, len(buffer)
+
+    def produce_completion(self, required_offset: int) -> int | None:
+        """For an acks=all append waiting on ``required_offset``: its error code once the high
+        watermark reaches it (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+        min.insync.replicas meanwhile), None while it must wait."""
+        if self.log.high_watermark < required_offset:
+            return None
+        if len(self.isr) >= self.min_insync_replicas():
+            return ErrorCode.NONE
+        return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
     # -- leader: followers, high watermark, ISR -----------------------------------------------
 
@@ -139,7 +215,7 @@ class Partition:
         st = self.followers.get(replica_id)
         if st is None or not self.is_leader:
             return
-        now = now_ms()
+        now = self._now_ms()
         leo = self.log.log_end_offset
         st.leo = fetch_offset
         if fetch_offset >= leo:
@@ -163,7 +239,7 @@ class Partition:
         target = min(leos)
         if target > self.log.high_watermark:
             self.log.update_high_watermark(target)
-            self.broker.high_watermark_advanced(self.topic, self.partition, appended_bytes)
+            self._listener.high_watermark_advanced(self, appended_bytes)
             return True
         return False
 
@@ -177,7 +253,7 @@ class Partition:
         """Drop followers that have not caught up within ``lag_max_ms``."""
         if not self.is_leader or self._isr_change_pending:
             return
-        now = now_ms()
+        now = self._now_ms()
         out = [
             r for r in self.isr
             if r != self.me and now - self.followers.get(r, FollowerState()).caught_up_ms > lag_max_ms
@@ -186,32 +262,26 @@ class Partition:
             self._change_isr([r for r in self.isr if r not in out], f"brokers {out} lag more than {lag_max_ms} ms")
 
     def _change_isr(self, new_isr: list[int], why: str) -> None:
-        zk = self.broker.zk
-        if zk is None:
-            return
         self._isr_change_pending = True
         epoch, version = self.leader_epoch, self.zk_version
-        d = threads.deferToThread(
-            zk.set_partition_state, self.topic, self.partition, self.me, epoch, new_isr, self.controller_epoch, version=version
-        )
+        d = self._listener.write_isr(self, PartitionState(self.me, epoch, list(new_isr), self.controller_epoch, version))
 
         def done(new_version: int) -> None:
             self._isr_change_pending = False
             if self.is_leader and self.leader_epoch == epoch and self.zk_version == version:
                 log.info("{tp}: isr {old} -> {new} ({why})", tp=self.name, old=self.isr, new=new_isr, why=why)
-                self.broker.metrics.isr_changed(self.isr, new_isr)
-                self.isr = list(new_isr)
+                old, self.isr = self.isr, list(new_isr)
                 self.zk_version = new_version
-                self.broker.replicas.isr_written(self.topic, self.partition, new_isr, new_version)
+                self._listener.isr_changed(self, old, list(new_isr), new_version)
                 self.maybe_advance_high_watermark()
 
-        def failed(failure: Any) -> None:
+        def failed(failure: Failure) -> None:
             self._isr_change_pending = False
             if failure.check(ZkVersionConflictError):
                 log.info("{tp}: isr change lost a race; reloading the state", tp=self.name)
             else:
                 log.failure("{tp}: recording isr {isr}", failure, tp=self.name, isr=new_isr)
-            self.broker.replicas.reload_state(self.topic, self.partition)
+            self._listener.isr_write_failed(self)
 
         d.addCallbacks(done, failed)
 
@@ -219,10 +289,8 @@ class Partition:
 
     def follower_appended(self, records: Any, leader_high_watermark: int) -> None:
         """Record epochs of batches just appended as a follower and take the leader's HW."""
-        from broker.protocol.batch import iter_batches
-
         latest = self.epochs.latest_epoch
-        for _, header in iter_batches(records):
+        for _, header in batch.iter_batches(records):
             if header.partition_leader_epoch > latest:
                 latest = header.partition_leader_epoch
                 self.epochs.assign(latest, header.base_offset)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -98,9 +98,17 @@ class ReplicaFetcher:
         """Sleep, cut short by add()/stop()."""
         d: defer.Deferred[None] = defer.Deferred()
         self._wakeup = d
-        timer = self.broker.reactor.callLater(seconds, lambda: d.called or d.callback(None))
-        d.addBoth(lambda r: (timer.active() and timer.cancel(), r)[1])
-        return d
+        def wake() -> None:
+            if not d.called:
+                d.callback(None)
+
+        def stop_timer(result: None) -> None:
+            if timer.active():
+                timer.cancel()
+            return result
+
+        timer = self.broker.reactor.callLater(seconds, wake)
+        return d.addBoth(stop_timer)
 
     @defer.inlineCallbacks
     def _run(self) -> Any:
@@ -136,18 +144,21 @@ class ReplicaFetcher:
         endpoint = self.broker.metadata.brokers.get(self.leader_id)
         if endpoint is None:
             return defer.succeed(None)
-        return connect(self.broker.reactor, endpoint.host, endpoint.port, f"replica-fetcher-{self.broker.broker_id}", self.timeout_s)
+        client_id = f"replica-fetcher-{self.broker.broker_id}"
+        connecting = connect(self.broker.reactor, endpoint.host, endpoint.port, client_id, self.timeout_s)
+        return cast("defer.Deferred[KafkaClientProtocol | None]", connecting)
 
-    def _request(self, api_key: int, version: int, body: dict) -> defer.Deferred[dict]:
+    def _request(self, api_key: ApiKey, version: int, body: dict) -> defer.Deferred[dict]:
+        if self._conn is None:
+            raise ConnectionError(f"no connection to broker {self.leader_id}")
         d = self._conn.request(api_key, version, body)
-        d.addTimeout(self.timeout_s, self.broker.reactor)
-        return d
+        return d.addTimeout(self.timeout_s, self.broker.reactor)
 
     # -- truncation ----------------------------------------------------------------------------
 
     @defer.inlineCallbacks
     def _truncate(self, states: list[FetchState]) -> Any:
-        asked = {}
+        asked: dict[tuple[str, int], tuple[FetchState, int]] = {}
         topics: dict[str, list[dict]] = {}
         for s in states:
             p = s.partition
@@ -171,9 +182,10 @@ class ReplicaFetcher:
         for topic in response["topics"]:
             for part in topic["partitions"]:
                 tp = (topic["topic"], part["partition"])
-                s, _asked_epoch = asked.get(tp, (None, None))
-                if s is None or self.partitions.get(tp) is not s:
+                found = asked.get(tp)
+                if found is None or self.partitions.get(tp) is not found[0]:
                     continue
+                s = found[0]
                 p = s.partition
                 if part["error_code"] != ErrorCode.NONE:
                     s.delayed_until = time.monotonic() + self.backoff_s
@@ -220,9 +232,10 @@ class ReplicaFetcher:
         for topic in response["responses"]:
             for part in topic["partitions"]:
                 tp = (topic["topic"], part["partition_index"])
-                s = ready.get(tp)
-                if s is None or self.partitions.get(tp) is not s:
+                fetched = ready.get(tp)
+                if fetched is None or self.partitions.get(tp) is not fetched:
                     continue  # the partition moved while the fetch was out
+                s = fetched
                 try:
                     self._process(s, offsets[tp], part)
                 except KafkaError as exc:

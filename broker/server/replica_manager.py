@@ -1,49 +1,145 @@
-"""The partitions this broker hosts: their logs and roles, driven by the state znodes.
+"""The partitions this broker hosts: their logs and roles, driven by the state znodes, and the
+append and read paths through them.
 
 Every broker watches every partition's state znode (``cluster_watch``); each new version is
 applied here on the reactor thread: the metadata cache is updated, and for a replica hosted
 here the broker becomes leader (new epoch, followers tracked) or follower (fetcher to the new
-leader, after truncation). Produce and Fetch reach a log only through ``leader_partition`` /
-``leader_log``, which answer Kafka's errors for a partition that does not exist or that
-another broker leads.
+leader, after truncation).
+
+Produce and Fetch make one call each (``append_records``, ``fetch_messages``), as in Kafka's
+ReplicaManager: the leader check, the append (with the partition's min.insync.replicas rule),
+the high watermark and the purgatories where acks=all produces and long-poll fetches wait all
+live here. Collaborators (clock, state store, metrics, follower fetchers) are injected.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
 
-from twisted.internet import threads
+from twisted.internet import defer
 from twisted.logger import Logger
 
 from broker.cluster.zk import PartitionState
-from broker.protocol.errors import NotLeaderOrFollowerError, UnknownTopicOrPartitionError
+from broker.protocol.errors import (
+    ErrorCode,
+    InvalidRequiredAcksError,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
+from broker.server.clock import Clock, millis
+from broker.server.delayed_fetch import FetchPurgatory
+from broker.server.delayed_produce import ProducePurgatory
 from broker.server.metadata import MetadataCache, PartitionInfo
-from broker.server.partition import Partition
-from broker.server.replica_fetcher import ReplicaFetcherManager
+from broker.server.partition import ACKS_ALL, Partition
+from broker.server.purgatory import TopicPartition
 from broker.storage.config import LogConfig
+from broker.storage.file_slice import FileSlice
 from broker.storage.log import PartitionLog
 from broker.storage.manager import LogManager
 
-if TYPE_CHECKING:
-    from broker.server.broker import Broker
-
 log = Logger()
 
-TopicPartition = tuple[str, int]
+VALID_ACKS = (0, 1, ACKS_ALL)
+#: "wake every waiting consumer": the high watermark moved by an unknown number of bytes
+WAKE_ALL_BYTES = 1 << 62
+
+
+class PartitionStateStore(Protocol):
+    """Where partition states live (ZooKeeper: partition_states.ZkPartitionStates)."""
+
+    def write_isr(self, topic: str, partition: int, state: PartitionState) -> defer.Deferred[int]: ...
+
+    def read_state(self, topic: str, partition: int) -> defer.Deferred[PartitionState | None]: ...
+
+
+class IsrMetrics(Protocol):
+    def isr_changed(self, old: list[int], new: list[int]) -> None: ...
+
+
+class FollowerFetchers(Protocol):
+    """Fetches followed partitions from their leaders (replica_fetcher.ReplicaFetcherManager)."""
+
+    def add(self, partition: Partition, leader_id: int, leader_epoch: int) -> None: ...
+
+    def remove(self, tp: TopicPartition) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass
+class AppendOutcome:
+    """One partition's answer to a produce."""
+
+    error_code: int = ErrorCode.NONE
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+
+    def replicated(self, code: int) -> None:
+        """The acks=all wait ended with ``code``."""
+        if code != ErrorCode.NONE:
+            self.error_code = code
+            self.base_offset = -1
+
+
+class FetchWanted(NamedTuple):
+    """One partition of a fetch: where to read, how much, under which leader epoch (-1: any)."""
+
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+    leader_epoch: int = -1
+
+
+class FetchedPartition(NamedTuple):
+    topic: str
+    partition: int
+    error_code: int = ErrorCode.NONE
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: FileSlice | None = None
+    records_after_fetch_offset: int = 0  # records served past the fetch offset, counted by offsets
+
+
+class FetchResult(NamedTuple):
+    """What a fetch read: per partition in request order, the bytes, and whether any failed."""
+
+    partitions: list[FetchedPartition]
+    size: int
+    failed: bool
 
 
 class ReplicaManager:
-    """Keeps local logs and roles in step with ZooKeeper and finds the log a request targets."""
+    """Keeps local logs and roles in step with ZooKeeper, and appends to and reads from them."""
 
-    def __init__(self, broker: Broker, logs: LogManager, base_config: LogConfig, metadata: MetadataCache) -> None:
-        self.broker = broker
-        self.broker_id = broker.broker_id
+    def __init__(
+        self,
+        broker_id: int,
+        logs: LogManager,
+        base_config: LogConfig,
+        metadata: MetadataCache,
+        clock: Clock,
+        states: PartitionStateStore,
+        metrics: IsrMetrics,
+        fetchers: FollowerFetchers,
+    ) -> None:
+        self.broker_id = broker_id
         self.logs = logs
         self.base_config = base_config
         self.metadata = metadata
+        self.clock = clock
+        self.states = states
+        self.metrics = metrics
+        self.fetchers = fetchers
         self.partitions: dict[TopicPartition, Partition] = {}
         self.versions: dict[TopicPartition, int] = {}
-        self.fetchers = ReplicaFetcherManager(broker)
+        self.fetches = FetchPurgatory(clock)  # consumers: woken when the high watermark moves
+        self.replica_fetches = FetchPurgatory(clock)  # followers: woken by appends
+        self.produces = ProducePurgatory(clock)  # acks=all: woken when the high watermark moves
+        self.now_ms = millis(clock)
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -58,7 +154,7 @@ class ReplicaManager:
             partitions[index] = info
             if self.broker_id in replicas and (topic, index) not in self.partitions:
                 plog = self.logs.get_or_create(topic, index, config)
-                self.partitions[(topic, index)] = Partition(self.broker, topic, index, plog)
+                self.partitions[(topic, index)] = Partition(topic, index, plog, self.broker_id, self, self.now_ms)
         self.metadata.set_topic(topic, partitions)
 
     def remove_topic(self, topic: str) -> None:
@@ -96,34 +192,22 @@ class ReplicaManager:
         if state.leader == self.broker_id:
             self.fetchers.remove(tp)
             if p.make_leader(info.replicas, state):
-                self.broker.leadership_changed(topic, partition)
+                self._leadership_changed(p)
         elif state.leader >= 0:
             was_leader = p.is_leader
             if p.make_follower(info.replicas, state):
                 if was_leader:
-                    self.broker.leadership_changed(topic, partition)
+                    self._leadership_changed(p)
                 self.fetchers.add(p, state.leader, state.leader_epoch)
         else:
             was_leader = p.is_leader
             self._stop_role(tp)
             p.make_offline(info.replicas, state)
             if was_leader:
-                self.broker.leadership_changed(topic, partition)
-
-    def isr_written(self, topic: str, partition: int, isr: list[int], version: int) -> None:
-        """Our own conditional ISR write succeeded at ``version``."""
-        tp = (topic, partition)
-        if self.versions.get(tp, -1) < version:
-            self.versions[tp] = version
-        info = self.metadata.partition(topic, partition)
-        if info is not None:
-            info.isr = list(isr)
+                self._leadership_changed(p)
 
     def reload_state(self, topic: str, partition: int) -> None:
-        zk = self.broker.zk
-        if zk is None:
-            return
-        d = threads.deferToThread(zk.partition_state, topic, partition)
+        d = self.states.read_state(topic, partition)
         d.addCallbacks(
             lambda state: self.apply_state(topic, partition, state),
             lambda f: log.failure("reloading the state of {t}-{p}", f, t=topic, p=partition),
@@ -131,6 +215,37 @@ class ReplicaManager:
 
     def _stop_role(self, tp: TopicPartition) -> None:
         self.fetchers.remove(tp)
+
+    def _leadership_changed(self, p: Partition) -> None:
+        """This broker gained or lost leadership: parked requests answer now."""
+        if not p.is_leader:
+            self.produces.fail_all(p.tp)
+        self.fetches.notify_append(p.tp, WAKE_ALL_BYTES)
+        self.replica_fetches.notify_append(p.tp, WAKE_ALL_BYTES)
+
+    # -- PartitionListener --------------------------------------------------------------------
+
+    def high_watermark_advanced(self, partition: Partition, appended_bytes: int | None) -> None:
+        """The leader's high watermark moved: answer consumers' fetches and acks=all produces."""
+        tp = partition.tp
+        self.fetches.notify_append(tp, appended_bytes if appended_bytes is not None else WAKE_ALL_BYTES)
+        self.produces.check(tp, partition.produce_completion)
+
+    def write_isr(self, partition: Partition, state: PartitionState) -> defer.Deferred[int]:
+        return self.states.write_isr(partition.topic, partition.partition, state)
+
+    def isr_changed(self, partition: Partition, old: list[int], new: list[int], version: int) -> None:
+        """Our own conditional ISR write succeeded at ``version``."""
+        self.metrics.isr_changed(old, new)
+        tp = partition.tp
+        if self.versions.get(tp, -1) < version:
+            self.versions[tp] = version
+        info = self.metadata.partition(*tp)
+        if info is not None:
+            info.isr = list(new)
+
+    def isr_write_failed(self, partition: Partition) -> None:
+        self.reload_state(partition.topic, partition.partition)
 
     # -- leaders ------------------------------------------------------------------------------
 
@@ -155,8 +270,122 @@ class ReplicaManager:
     def led_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
+    # -- appends ------------------------------------------------------------------------------
+
+    def append_records(
+        self, acks: int, timeout_ms: int, entries: list[tuple[str, int, Any]]
+    ) -> defer.Deferred[list[AppendOutcome]]:
+        """Append each (topic, partition, records) as the leader; fires with one outcome per
+        entry, in order: at once, or for acks=all once the high watermark covers every append
+        (or its wait ends: timeout, lost leadership)."""
+        outcomes: list[AppendOutcome] = []
+        waits: list[defer.Deferred[None]] = []
+        for topic, partition, records in entries:
+            outcome, required_offset = self._append_to_leader(topic, partition, records, acks)
+            outcomes.append(outcome)
+            if required_offset is not None:
+                waits.append(self.produces.wait((topic, partition), required_offset, timeout_ms).addCallback(outcome.replicated))
+        if not waits:
+            return defer.succeed(outcomes)
+        return defer.gatherResults(waits).addCallback(lambda _: outcomes)
+
+    def _append_to_leader(self, topic: str, partition: int, records: Any, acks: int) -> tuple[AppendOutcome, int | None]:
+        """One partition's outcome, and for acks=all the high watermark it must wait for
+        (None when it can answer now)."""
+        outcome = AppendOutcome()
+        try:
+            if acks not in VALID_ACKS:
+                raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1, not {acks}")
+            leader = self.leader_partition(topic, partition)
+            result, size = leader.append_records_to_leader(records, acks)
+        except KafkaError as exc:
+            outcome.error_code = exc.code
+            return outcome, None
+        outcome.base_offset = result.first_offset
+        outcome.log_append_time_ms = result.log_append_time
+        outcome.log_start_offset = result.log_start_offset
+        if not result.duplicate:
+            self.replica_fetches.notify_append((topic, partition), size)
+        if acks == ACKS_ALL and leader.log.high_watermark <= result.last_offset:
+            return outcome, result.last_offset + 1
+        return outcome, None
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def fetch_messages(
+        self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, wanted: list[FetchWanted]
+    ) -> defer.Deferred[FetchResult]:
+        """Read every wanted partition; when there is less than ``min_bytes``, wait (up to
+        ``max_wait_ms``) for appends and read again.
+
+        A follower (``replica_id`` >= 0) fetches from its log end offset: that moves the high
+        watermark and the ISR; it reads up to the log end and waits on appends rather than on
+        the high watermark."""
+        follower = replica_id >= 0
+        if follower:
+            self._record_follower_positions(replica_id, wanted)
+        read = self._read(wanted, max_bytes, follower)
+        if max_wait_ms <= 0 or read.size >= min_bytes or read.failed or not wanted:
+            return defer.succeed(read)
+        purgatory = self.replica_fetches if follower else self.fetches
+        d = purgatory.wait(frozenset((w.topic, w.partition) for w in wanted), min_bytes - read.size, max_wait_ms)
+        return d.addCallback(lambda _: self._read(wanted, max_bytes, follower))
+
+    def _record_follower_positions(self, replica_id: int, wanted: list[FetchWanted]) -> None:
+        for item in wanted:
+            p = self.partitions.get((item.topic, item.partition))
+            if p is not None and p.is_leader and (item.leader_epoch < 0 or item.leader_epoch == p.leader_epoch):
+                p.update_follower(replica_id, item.offset)
+
+    def _read(self, wanted: list[FetchWanted], max_bytes: int, follower: bool) -> FetchResult:
+        """Read every wanted partition within ``max_bytes``, whole batches, below the HW for consumers."""
+        remaining = max_bytes
+        total = 0
+        failed = False
+        parts: list[FetchedPartition] = []
+        for item in wanted:
+            # an error after the leader check still answers the high watermark and log start
+            high_watermark = log_start_offset = -1
+            try:
+                leader = self.leader_partition(item.topic, item.partition)
+                leader.check_leader_epoch(item.leader_epoch)
+                plog = leader.log
+                high_watermark, log_start_offset = plog.high_watermark, plog.log_start_offset
+                limit = min(item.max_bytes, remaining)
+                if limit <= 0 and total:
+                    parts.append(FetchedPartition(item.topic, item.partition, ErrorCode.NONE, high_watermark, log_start_offset))
+                    continue
+                result = plog.read(
+                    item.offset, max(limit, 0), max_offset=None if follower else high_watermark, min_one_batch=total == 0
+                )
+            except KafkaError as exc:
+                parts.append(FetchedPartition(item.topic, item.partition, exc.code, high_watermark, log_start_offset))
+                failed = True
+                continue
+            parts.append(
+                FetchedPartition(
+                    item.topic,
+                    item.partition,
+                    ErrorCode.NONE,
+                    high_watermark,
+                    log_start_offset,
+                    result.records,
+                    result.records_after_fetch_offset,
+                )
+            )
+            if result.records is not None:
+                total += result.records.size
+                remaining -= result.records.size
+        return FetchResult(parts, total, failed)
+
+    # -- stop ---------------------------------------------------------------------------------
+
     def stop(self) -> None:
+        """Stop fetching from leaders and answer every parked request now."""
         self.fetchers.stop()
+        self.fetches.wake_all()
+        self.replica_fetches.wake_all()
+        self.produces.wake_all()
 
     def describe(self) -> Any:
         return {f"{t}-{p}": part.role for (t, p), part in sorted(self.partitions.items())}

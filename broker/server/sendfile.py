@@ -14,7 +14,7 @@ from typing import Any
 
 from twisted.internet.interfaces import IPullProducer, ISSLTransport
 from twisted.logger import Logger
-from zope.interface import implementer
+from zope.interface import implementer  # type: ignore[import-untyped]
 
 log = Logger()
 

@@ -29,8 +29,9 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
             broker.topics.create_partitions(topic["name"], topic["count"], assignment, request.get("validate_only", False))
         )
     d = defer.DeferredList(attempts, consumeErrors=True)
-    d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [topic_result(t["name"], r) for t, r in zip(topics, results)]})
-    return d
+    return d.addCallback(
+        lambda results: {"throttle_time_ms": 0, "results": [topic_result(t["name"], r) for t, r in zip(topics, results)]}
+    )
 
 
 HANDLER = Handler(ApiKey.CREATE_PARTITIONS, 0, 1, handle)

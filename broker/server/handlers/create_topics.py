@@ -38,8 +38,9 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
             )
         )
     d = defer.DeferredList(attempts, consumeErrors=True)
-    d.addCallback(lambda results: {"throttle_time_ms": 0, "topics": [topic_result(t["name"], r) for t, r in zip(topics, results)]})
-    return d
+    return d.addCallback(
+        lambda results: {"throttle_time_ms": 0, "topics": [topic_result(t["name"], r) for t, r in zip(topics, results)]}
+    )
 
 
 def topic_result(name: str, outcome: tuple[bool, Any]) -> dict:

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     names = list(request["topic_names"])
     d = defer.DeferredList([_delete(broker, name) for name in names], consumeErrors=True)
-    d.addCallback(lambda results: {"throttle_time_ms": 0, "responses": [_result(n, r) for n, r in zip(names, results)]})
-    return d
+    return d.addCallback(lambda results: {"throttle_time_ms": 0, "responses": [_result(n, r) for n, r in zip(names, results)]})
 
 
 def _delete(broker: Broker, name: str) -> defer.Deferred[None]:

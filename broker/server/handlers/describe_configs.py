@@ -28,8 +28,7 @@ SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     resources = request["resources"]
     d = defer.DeferredList([_describe(broker, r) for r in resources], consumeErrors=True)
-    d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(r, o) for r, o in zip(resources, results)]})
-    return d
+    return d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(r, o) for r, o in zip(resources, results)]})
 
 
 def _describe(broker: Broker, resource: dict) -> defer.Deferred[list[dict]]:
@@ -55,8 +54,7 @@ def _topic_configs(broker: Broker, topic: str) -> defer.Deferred[list[dict]]:
             for name, value in sorted(effective.items())
         ]
 
-    d.addCallback(merge)
-    return d
+    return d.addCallback(merge)
 
 
 def _broker_configs(broker: Broker, name: str) -> list[dict]:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 
 def _bare(group_id: str, state: str, error: int = ErrorCode.NONE) -> dict:
-    return {"error_code": error, "group_id": group_id, "group_state": state, "protocol_type": "", "protocol_data": "", "members": []}
+    return {
+        "error_code": error, "group_id": group_id, "group_state": state, "protocol_type": "", "protocol_data": "", "members": []
+    }
 
 
 def _describe(broker: Broker, group_id: str, has_offsets: set[str]) -> dict:

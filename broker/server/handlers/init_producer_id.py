@@ -23,10 +23,13 @@ INITIAL_EPOCH = 0
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict] | dict:
     if request.get("transactional_id") is not None:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "producer_id": -1, "producer_epoch": -1}
+        return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)
     d = threads.deferToThread(broker.producer_ids.next_id)
-    d.addCallback(lambda pid: {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid, "producer_epoch": INITIAL_EPOCH})
-    return d
+    return d.addCallback(lambda pid: _answer(ErrorCode.NONE, pid, INITIAL_EPOCH))
+
+
+def _answer(error_code: int, producer_id: int, producer_epoch: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": error_code, "producer_id": producer_id, "producer_epoch": producer_epoch}
 
 
 HANDLER = Handler(ApiKey.INIT_PRODUCER_ID, 0, 1, handle)

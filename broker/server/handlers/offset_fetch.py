@@ -50,23 +50,21 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request.get("topics")
     error = coordinator_error(broker, request["group_id"])
     if error is not None:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": error,
-            "topics": [
-                {"name": t["name"], "partitions": [_partition(p, None, error) for p in t["partition_indexes"]]}
-                for t in topics or []
-            ],
-        }
+        return _failed(topics, error)
     d = threads.deferToThread(_read, broker, request["group_id"], topics)
+    return d.addErrback(lambda _: _failed(topics, ErrorCode.COORDINATOR_NOT_AVAILABLE))
 
-    def failed(failure: Any) -> dict:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "topics": [
-            {"name": t["name"], "partitions": [_partition(p, None, ErrorCode.COORDINATOR_NOT_AVAILABLE) for p in t["partition_indexes"]]}
+
+def _failed(topics: list[dict] | None, error: int) -> dict:
+    """The answer when the offsets cannot be read: ``error`` for the group and each partition."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "topics": [
+            {"name": t["name"], "partitions": [_partition(p, None, error) for p in t["partition_indexes"]]}
             for t in topics or []
-        ]}
-
-    return d.addErrback(failed)
+        ],
+    }
 
 
 HANDLER = Handler(ApiKey.OFFSET_FETCH, 1, 5, handle)

@@ -6,39 +6,31 @@ truncates there, so it keeps no record the leader never had.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from broker.protocol.errors import ErrorCode, KafkaError
+from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.fetch import _check_epoch
+from broker.server.handlers.per_partition import answer_partitions
+from broker.server.partition import Partition
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
-    return {
-        "throttle_time_ms": 0,
-        "topics": [
-            {"topic": topic["topic"], "partitions": [_lookup(broker, topic["topic"], part) for part in topic["partitions"]]}
-            for topic in request["topics"]
-        ],
-    }
+    return answer_partitions(request["topics"], "topic", "partition", broker.replicas.leader_partition, _blank, _lookup)
 
 
-def _lookup(broker: Broker, topic: str, part: dict) -> dict:
-    response = {"error_code": ErrorCode.NONE, "partition": part["partition"], "leader_epoch": -1, "end_offset": -1}
-    try:
-        leader = broker.replicas.leader_partition(topic, part["partition"])
-        _check_epoch(leader, part.get("current_leader_epoch", -1))
-    except KafkaError as exc:
-        response["error_code"] = exc.code
-        return response
+def _blank(part: dict) -> dict[str, Any]:
+    return {"error_code": ErrorCode.NONE, "partition": part["partition"], "leader_epoch": -1, "end_offset": -1}
+
+
+def _lookup(leader: Partition, part: dict) -> dict[str, Any]:
+    leader.check_leader_epoch(part.get("current_leader_epoch", -1))
     epoch, end_offset = leader.epochs.end_offset_for(part["leader_epoch"], leader.log.log_end_offset)
-    response["leader_epoch"], response["end_offset"] = epoch, end_offset
-    return response
+    return {"leader_epoch": epoch, "end_offset": end_offset}
 
 
 HANDLER = Handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, 0, 3, handle)

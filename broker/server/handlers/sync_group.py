@@ -19,7 +19,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     group = broker.coordinator.group(request["group_id"]) if error is None else None
     if error is None and group is None:
         error = ErrorCode.UNKNOWN_MEMBER_ID
-    if error is not None:
+    if error is not None or group is None:
         return {"throttle_time_ms": 0, "error_code": error, "assignment": b""}
     d, respond = deferred_answer()
     assignments = {a["member_id"]: bytes(a["assignment"]) for a in request["assignments"]}
