@@ -7,7 +7,7 @@ with ZooKeeper calls pushed to the thread pool.
 from __future__ import annotations
 
 import time
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from twisted.internet import defer, threads
 from twisted.internet.task import LoopingCall
@@ -45,6 +45,24 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class StartedComponent(Generic[ComponentT]):
+    """A part of the Broker that start() creates (kept in ``_<name>``); reading it before then
+    is a programming error, so it is typed as always present."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.attribute = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = f"_{name}"
+
+    def __get__(self, broker: Any, owner: type | None = None) -> ComponentT:
+        component: ComponentT | None = getattr(broker, self.attribute)
+        if component is None:
+            raise RuntimeError(f"the broker's {self.what} exists once the broker has started")
+        return component
+
+
 class Broker:
     """One logbus broker: logs, ZooKeeper membership, the Kafka listener, background work."""
 
@@ -76,30 +94,16 @@ class Broker:
         self._loops: list[LoopingCall] = []
         self._stopping = False
 
-    @property
-    def zk(self) -> ZkClient:
-        return _started(self._zk, "ZooKeeper client")
-
-    @property
-    def logs(self) -> LogManager:
-        return _started(self._logs, "log manager")
-
-    @property
-    def replicas(self) -> ReplicaManager:
-        return _started(self._replicas, "replica manager")
+    zk = StartedComponent[ZkClient]("ZooKeeper client")
+    logs = StartedComponent[LogManager]("log manager")
+    replicas = StartedComponent[ReplicaManager]("replica manager")
+    producer_ids = StartedComponent[ProducerIdAllocator]("producer id allocator")
+    coordinator = StartedComponent[GroupCoordinator]("group coordinator")
 
     @property
     def has_replicas(self) -> bool:
         """Whether start() has come as far as the replica manager (metrics read it if so)."""
         return self._replicas is not None
-
-    @property
-    def producer_ids(self) -> ProducerIdAllocator:
-        return _started(self._producer_ids, "producer id allocator")
-
-    @property
-    def coordinator(self) -> GroupCoordinator:
-        return _started(self._coordinator, "group coordinator")
 
     # -- start ------------------------------------------------------------------------------
 
@@ -324,9 +328,3 @@ class Broker:
 
         return d.addCallback(close)
 
-
-def _started(component: ComponentT | None, name: str) -> ComponentT:
-    """A component that start() creates; asking for it before is a programming error."""
-    if component is None:
-        raise RuntimeError(f"the broker's {name} exists once the broker has started")
-    return component

@@ -112,34 +112,29 @@ class FetchResult(NamedTuple):
     failed: bool
 
 
+@dataclass(eq=False)
 class ReplicaManager:
-    """Keeps local logs and roles in step with ZooKeeper, and appends to and reads from them."""
+    """Keeps local logs and roles in step with ZooKeeper, and appends to and reads from them.
 
-    def __init__(
-        self,
-        broker_id: int,
-        logs: LogManager,
-        base_config: LogConfig,
-        metadata: MetadataCache,
-        clock: Clock,
-        states: PartitionStateStore,
-        metrics: IsrMetrics,
-        fetchers: FollowerFetchers,
-    ) -> None:
-        self.broker_id = broker_id
-        self.logs = logs
-        self.base_config = base_config
-        self.metadata = metadata
-        self.clock = clock
-        self.states = states
-        self.metrics = metrics
-        self.fetchers = fetchers
+    Built with this broker's id, its logs, the broker-wide log config, the metadata cache, and
+    its collaborators: the clock, the partition-state store, the ISR metrics, the fetchers."""
+
+    broker_id: int
+    logs: LogManager
+    base_config: LogConfig
+    metadata: MetadataCache
+    clock: Clock
+    states: PartitionStateStore
+    metrics: IsrMetrics
+    fetchers: FollowerFetchers
+
+    def __post_init__(self) -> None:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.versions: dict[TopicPartition, int] = {}
-        self.fetches = FetchPurgatory(clock)  # consumers: woken when the high watermark moves
-        self.replica_fetches = FetchPurgatory(clock)  # followers: woken by appends
-        self.produces = ProducePurgatory(clock)  # acks=all: woken when the high watermark moves
-        self.now_ms = millis(clock)
+        self.fetches = FetchPurgatory(self.clock)  # consumers: woken when the high watermark moves
+        self.replica_fetches = FetchPurgatory(self.clock)  # followers: woken by appends
+        self.produces = ProducePurgatory(self.clock)  # acks=all: woken when the high watermark moves
+        self.now_ms = millis(self.clock)
 
     # -- topics -----------------------------------------------------------------------------
 
