@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from broker.tools import CommandError
+from broker.tools import CommandError, command_main
 
 DEFAULT_CONFIG = "conf/loader.yaml"
 
@@ -159,14 +159,7 @@ ACTIONS = {"run": _run, "plan": _plan, "rerun": _rerun, "history": _history, "re
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m pipelines.cli ...`` (same as ``logbus load ...``)."""
-    parser = argparse.ArgumentParser(prog="logbus load", description="load topics into the warehouse")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except CommandError as exc:
-        print(f"logbus load: error: {exc}", file=sys.stderr)
-        return 1
+    return command_main("logbus load", "load topics into the warehouse", add_arguments, run, argv)
 
 
 if __name__ == "__main__":
