@@ -60,8 +60,8 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.config import ConfigError, load_config
+    from pipelines.errors import LoadError
     from pipelines.loader import Loader
-    from pipelines.task import LoadError
 
     try:
         config = load_config(args.config, _overrides(args))

@@ -24,9 +24,10 @@ from pyspark.accumulators import AccumulatorParam
 
 from pipelines.config import TopicSpec
 from pipelines.decoders import Decoder
+from pipelines.errors import LoadError, TopicDeletedError
 from pipelines.fs import HadoopFS
 from pipelines.job import spark_failure_reason
-from pipelines.task import LoadError, RangeScan, RangeTask, TaskContext, TopicDeletedError, _inject_failure, new_stats
+from pipelines.task import RangeScan, RangeTask, TaskContext, _inject_failure, new_stats
 from pipelines.writer import (
     commit_record_path,
     commit_summary,

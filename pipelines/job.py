@@ -15,7 +15,8 @@ import re
 import sys
 
 from pipelines.config import LoaderConfig
-from pipelines.task import LoadError, RangeTask, TaskContext
+from pipelines.errors import ONE_LINE_ERRORS, LoadError
+from pipelines.task import RangeTask, TaskContext
 
 
 def make_spark(config: LoaderConfig, master: str | None = None):
@@ -87,6 +88,6 @@ def spark_failure_reason(exc: BaseException) -> str:
     if interesting:
         m = interesting[-1]
         name, message = m.group(1), m.group(2).strip()
-        return message if name in ("LoadError", "OutOfRangeError", "TopicDeletedError") else f"{name}: {message}"
+        return message if name in ONE_LINE_ERRORS else f"{name}: {message}"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return f"the Spark job failed: {first[:500]}"

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
+from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
 from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs
-from pipelines.task import LoadError, OutOfRangeError, RangeTask, TaskContext
+from pipelines.task import RangeTask, TaskContext
 
 __all__ = [
     "Loader", "RunResult", "LoadError", "OutOfRangeError", "ConfigError", "load_config",

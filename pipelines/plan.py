@@ -11,8 +11,9 @@ from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, SimpleConsumer
 from broker.protocol.errors import KafkaError
 from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
+from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
-from pipelines.task import LoadError, OutOfRangeError, RangeTask
+from pipelines.task import RangeTask
 
 
 class Cluster:

@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pipelines.config import load_config
+    from pipelines.errors import LoadError
     from pipelines.job import make_spark
-    from pipelines.loader import Loader, LoadError
+    from pipelines.loader import Loader
 
     cfg = load_config(args.config).for_group(args.group, args.topics.split(",") if args.topics else None)
     if args.master:

@@ -30,29 +30,8 @@ from broker.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 from pipelines.config import TopicSpec
+from pipelines.errors import LoadError, OutOfRangeError, TopicDeletedError
 from pipelines.record_columns import RecordChunk, decode_chunk
-
-
-class LoadError(Exception):
-    """A load failure to report as one clear line (names topic, partition and offsets)."""
-
-
-class OutOfRangeError(LoadError):
-    def __init__(self, topic: str, partition: int, offset: int, earliest: int, latest: int, end: int | None = None) -> None:
-        self.topic, self.partition, self.offset, self.earliest, self.latest = topic, partition, offset, earliest, latest
-        wanted = f"offset {offset}" if end is None else f"offsets {offset}..{end}"
-        super().__init__(
-            f"{topic}-{partition}: {wanted} out of range: the partition holds {earliest}..{latest} "
-            f"(retention removed {earliest - offset} records not yet loaded); "
-            f"set out_of_range: earliest to skip the gap, or `logbus load reset --topic {topic} --to earliest`"
-            if offset < earliest else
-            f"{topic}-{partition}: {wanted} out of range: the partition holds {earliest}..{latest} "
-            f"(the saved offset is past the end: was the topic recreated?); "
-            f"`logbus load reset --topic {topic} --to earliest` starts it again")
-
-
-class TopicDeletedError(LoadError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -392,5 +371,4 @@ def stats_json(stats: dict) -> str:
     return json.dumps(stats, sort_keys=True)
 
 
-__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader", "LoadError",
-           "OutOfRangeError", "TopicDeletedError", "asdict"]
+__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader", "asdict"]

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.config import ConfigError, parse_config
+from pipelines.errors import LoadError
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
-from pipelines.task import LoadError
 from tests.pipelines.helpers import create_topics, data_files, json_topic, loader_config, new_topic, produce, read_rows
 
 BASE_MS = 1_767_225_600_000  # an hour boundary

@@ -20,10 +20,10 @@ from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
 from pipelines.config import parse_config
+from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
-from pipelines.task import LoadError, OutOfRangeError
 from tests.pipelines.helpers import (
     create_topics,
     data_files,
