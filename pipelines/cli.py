@@ -61,6 +61,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from pipelines.config import ConfigError, load_config
     from pipelines.errors import LoadError
+    from pipelines.faults import LoadFaults
     from pipelines.loader import Loader
 
     try:
@@ -74,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     progress = None if getattr(args, "quiet", False) else sys.stderr
     try:
-        with Loader(config, progress=progress) as loader:
+        # faults only when a test started this process to break it (pipelines.faults)
+        with Loader(config, progress=progress, faults=LoadFaults.from_environment()) as loader:
             return ACTIONS[args.action](loader, args, out)
     except (LoadError, ConfigError) as exc:
         raise CommandError(str(exc)) from None

@@ -27,7 +27,7 @@ from pipelines.decoders import Decoder
 from pipelines.errors import LoadError, TopicDeletedError
 from pipelines.fs import HadoopFS
 from pipelines.job import spark_failure_reason
-from pipelines.task import RangeScan, RangeTask, TaskContext, _inject_failure, new_stats
+from pipelines.task import RangeScan, RangeTask, TaskContext, new_stats
 from pipelines.writer import (
     commit_record_path,
     commit_summary,
@@ -139,9 +139,7 @@ def _range_batches(task: RangeTask, ctx: TaskContext, schema: pa.Schema, stats):
                 for hour, rows in zip(*np.unique(buckets, return_counts=True)):
                     hours[int(hour)] = hours.get(int(hour), 0) + int(rows)
                 yield _staging_batch(batch, task.index, buckets, schema)
-            marker = ctx.inject.get("fail_after_write")
-            if marker:  # tests: the first attempt dies after handing Spark all of its rows
-                _inject_failure(marker, task)
+            ctx.faults.after_first_file(task)  # after handing Spark all of the range's rows
         except TopicDeletedError:
             result["status"] = "topic_deleted"  # what it staged is dropped with the staging directory
         finally:

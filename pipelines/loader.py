@@ -17,9 +17,6 @@ Also ``rerun(run_id)``, ``history()``, ``reset(topic, to)`` and ``preview()``.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -28,6 +25,7 @@ from typing import Any, TextIO
 
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
 from pipelines.errors import LoadError, OutOfRangeError
+from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
 from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs
@@ -37,9 +35,6 @@ __all__ = [
     "Loader", "RunResult", "LoadError", "OutOfRangeError", "ConfigError", "load_config",
     "run", "plan_run", "load_run", "commit_run", "rerun", "history", "reset", "preview",
 ]
-
-INJECT_ENV = "LOGBUS_LOADER_INJECT"  # tests only: JSON, e.g. {"fail_after_write": "/tmp/markers"}
-
 
 @dataclass
 class RunResult:
@@ -95,15 +90,12 @@ class Loader:
     """Plans, loads and commits runs of one loader configuration."""
 
     def __init__(self, config: LoaderConfig, spark=None, progress: TextIO | None = None,
-                 inject: Mapping[str, Any] | None = None) -> None:
+                 faults: LoadFaults = NO_FAULTS) -> None:
         self.config = config
         self._spark = spark
         self._own_spark = False
         self.progress = progress
-        if inject is None:
-            env = os.environ.get(INJECT_ENV)
-            inject = json.loads(env) if env else {}
-        self.inject = dict(inject)
+        self.faults = faults
         self._fs = None
         self._store = None
         self._cluster: Cluster | None = None
@@ -209,7 +201,7 @@ class Loader:
             fetch_max_bytes=self.config.fetch_max_bytes, request_timeout_ms=self.config.request_timeout_ms,
             out_of_range=self.config.out_of_range, compression=self.config.parquet_compression,
             row_group_size=self.config.row_group_size, progress_addr=progress_addr,
-            inject={k: v for k, v in self.inject.items() if k in ("fail_after_write", "fetch_delay_ms")},
+            faults=self.faults,
         )
 
     def load(self, plan: Plan, tasks: list[RangeTask] | None = None) -> list[dict]:
@@ -265,8 +257,7 @@ class Loader:
                 f"({errors / (records + errors):.2%}, above max_error_ratio {self.config.max_error_ratio:.2%}); "
                 f"most in {worst['topic']}-{worst['partition']}; see {self.config.warehouse}/{worst['topic']}/_errors/. "
                 f"Nothing was committed")
-        if self.inject.get("kill_before_manifest"):
-            os.kill(os.getpid(), signal.SIGKILL)  # tests: a driver dying between data and manifest commit
+        self.faults.before_manifest()
         manifests = []
         for topic in sorted(plan.topics):
             doc = build_manifest(plan.topics[topic], [r for r in results if r["topic"] == topic], kind=kind,

@@ -8,13 +8,12 @@ needs in two picklable values: the ``RangeTask`` (which range) and the ``TaskCon
 from __future__ import annotations
 
 import json
-import os
 import queue
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import (
@@ -31,6 +30,7 @@ from broker.protocol.errors import (
 )
 from pipelines.config import TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError, TopicDeletedError
+from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.record_columns import RecordChunk, decode_chunk
 
 
@@ -58,7 +58,7 @@ class TaskContext:
     leader_wait_ms: int = 15_000
     prefetch_chunks: int = 2          # fetched chunks a task's reader thread may hold ahead of decoding (0: none)
     progress_addr: tuple[str, int] | None = None
-    inject: dict = field(default_factory=dict)
+    faults: LoadFaults = NO_FAULTS    # tests only (pipelines.faults): what goes wrong, and where
 
 
 class _Progress:
@@ -136,10 +136,8 @@ class PartitionReader:
         offset = start
         max_bytes = self.ctx.fetch_max_bytes
         failures = 0
-        delay = float(self.ctx.inject.get("fetch_delay_ms", 0)) / 1000  # tests: slow the task down
         while offset < end:
-            if delay:
-                time.sleep(delay)
+            self.ctx.faults.before_fetch()
             try:
                 fetched = self.consumer_().fetch_raw(self.topic, self.partition, offset, max_bytes)
             except OffsetOutOfRangeError:
@@ -334,9 +332,7 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
             stats["status"] = "topic_deleted"
             return stats
         w0 = time.monotonic()
-        marker = ctx.inject.get("fail_after_write")
-        files = writer.commit(after_first_rename=(lambda: _inject_failure(marker, task)) if marker else None,
-                              gaps=scan.gaps)
+        files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps)
         stats["write_s"] = time.monotonic() - w0
     except BaseException:
         writer.abort()
@@ -352,19 +348,6 @@ def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:
     """(min, max) record timestamp of the chunk's records (a negative one is none), or None."""
     ts = chunk.timestamps[chunk.timestamps >= 0]
     return (int(ts.min()), int(ts.max())) if len(ts) else None
-
-
-def _inject_failure(marker_dir: str, task: RangeTask) -> None:
-    """Test hook: fail the first attempt of every task after its first file is in place."""
-    os.makedirs(marker_dir, exist_ok=True)
-    marker = os.path.join(marker_dir, f"{task.topic}+{task.partition}+{task.start}+{task.end}")
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    raise RuntimeError(f"injected failure after the first file of {task.topic}-{task.partition} "
-                       f"[{task.start}, {task.end}) was committed")
 
 
 def stats_json(stats: dict) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from pipelines.config import ConfigError, parse_config
 from pipelines.errors import LoadError
+from pipelines.faults import LoadFaults
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
@@ -112,7 +113,7 @@ def test_task_failure_after_partial_output_is_retried_without_duplicates(broker,
     raw = loader_config(broker.bootstrap, warehouse, [json_topic(topic)], parquet={"row_group_size": 25})
     cfg = parse_config(_spark_writer(raw))
     markers = tmp_path / "markers"
-    with Loader(cfg, spark=spark, inject={"fail_after_write": str(markers)}) as loader:
+    with Loader(cfg, spark=spark, faults=LoadFaults(fail_after_write=str(markers))) as loader:
         [result] = loader.run()
     assert len(list(markers.iterdir())) == 2, "each task failed once, after handing Spark all its rows"
     assert all(r["attempt"] == 1 for r in result.results), "Spark ran every task a second time"

@@ -21,6 +21,7 @@ from confluent_kafka import Producer
 from broker.client.admin import AdminClient
 from pipelines.config import parse_config
 from pipelines.errors import LoadError, OutOfRangeError
+from pipelines.faults import LoadFaults
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
@@ -67,7 +68,7 @@ def test_task_failure_after_partial_output_is_retried_without_duplicates(broker,
     warehouse = tmp_path / "wh"
     cfg = parse_config(loader_config(broker.bootstrap, warehouse, [json_topic(topic)]))
     markers = tmp_path / "markers"
-    with Loader(cfg, spark=spark, inject={"fail_after_write": str(markers)}) as loader:
+    with Loader(cfg, spark=spark, faults=LoadFaults(fail_after_write=str(markers))) as loader:
         [result] = loader.run()
     assert len(list(markers.iterdir())) == 2, "each task failed once, after its first file was in place"
     assert all(r["attempt"] == 1 for r in result.results), "Spark ran every task a second time"
@@ -91,7 +92,7 @@ def test_driver_killed_before_manifest_commit_then_next_run_loads_exactly_once(b
     warehouse = tmp_path / "wh"
     raw = loader_config(broker.bootstrap, warehouse, [json_topic(topic)], max_range_records=60)
     conf = _write_config(tmp_path / "loader.yaml", raw)
-    env = {**os.environ, "LOGBUS_LOADER_INJECT": json.dumps({"kill_before_manifest": True}),
+    env = {**os.environ, **LoadFaults(kill_before_manifest=True).environment(),
            "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "run", "--config", str(conf), "--quiet"],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
@@ -270,7 +271,7 @@ def test_broker_killed_mid_task_then_back(broker, spark, tmp_path):
 
     def load():
         try:
-            with Loader(cfg, spark=spark, inject={"fetch_delay_ms": 150}) as loader:
+            with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=150)) as loader:
                 outcome["result"] = loader.run()
         except BaseException as exc:  # pragma: no cover - reported below
             outcome["error"] = exc
