@@ -203,13 +203,13 @@ def main(argv=None) -> int:
                            "records_per_s": round(run.records / load_s),
                            "mb_per_s": round(sum(len(event_value(0, 5_000_000)) for _ in range(1)) * run.records / load_s / 1e6, 1),
                            "parquet_bytes": run.bytes,
-                           "task_fetch_s": round(sum(r["fetch_s"] for r in run.results), 1),
-                           "task_decode_s": round(sum(r["decode_s"] for r in run.results), 1),
-                           "task_write_s": round(sum(r["write_s"] for r in run.results), 1),
-                           "task_total_s": round(sum(r["seconds"] for r in run.results), 1),
+                           "task_fetch_s": round(sum(r.fetch_s for r in run.results), 1),
+                           "task_decode_s": round(sum(r.decode_s for r in run.results), 1),
+                           "task_write_s": round(sum(r.write_s for r in run.results), 1),
+                           "task_total_s": round(sum(r.seconds or 0.0 for r in run.results), 1),
                            # JSON chunks decoded by pyarrow's reader vs. per record (a chunk with a bad value)
-                           "chunks_vectorised": sum(r.get("chunks_vectorised", 0) for r in run.results),
-                           "chunks_per_record": sum(r.get("chunks_per_record", 0) for r in run.results)}
+                           "chunks_vectorised": sum(r.chunks_vectorised for r in run.results),
+                           "chunks_per_record": sum(r.chunks_per_record for r in run.results)}
         progress(f"load: {run.records:,} records in {load_s:.1f} s = {run.records / load_s:,.0f} records/s")
 
         progress("fetch-only (SimpleConsumer over the same ranges, same Spark tasks)")

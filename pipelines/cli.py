@@ -128,7 +128,7 @@ def _rerun(loader, args, out) -> int:
 
     result = loader.rerun(args.run_id)
     print(f"rerun of {result.run_id}: {result.records:,} records, {result.errors:,} errors, "
-          f"{sum(len(r['files']) for r in result.results)} files rewritten in {result.seconds:.1f} s", file=out)
+          f"{sum(len(r.files) for r in result.results)} files rewritten in {result.seconds:.1f} s", file=out)
     print(format_table(result.partition_rows(), [("topic", "topic"), ("partition", "part"), ("start", "start"),
                                                  ("end", "end"), ("records", "records"), ("files", "files")]), file=out)
     return 0

@@ -1,7 +1,7 @@
 """The Spark side: one task per planned range, each running ``pipelines.task.run_range``.
 
 The ranges become an RDD with one element per partition, so Spark schedules (and on
-failure, retries) each range as its own task; a task returns its stats as JSON, which the
+failure, retries) each range as its own task; a task returns its ``TaskStats``, which the
 driver collects for the manifest. Output files are committed by the task itself (staged,
 then renamed under the range's deterministic name), so a retried attempt replaces, never
 adds to, what a failed one left.
@@ -9,7 +9,6 @@ adds to, what a failed one left.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -17,6 +16,7 @@ import sys
 from pipelines.config import LoaderConfig
 from pipelines.errors import ONE_LINE_ERRORS, LoadError
 from pipelines.task import RangeTask, TaskContext
+from pipelines.task_stats import TaskStats
 
 
 def make_spark(config: LoaderConfig, master: str | None = None):
@@ -53,14 +53,12 @@ def _run_partition(ctx: TaskContext):
         tc = SparkTaskContext.get()
         attempt = tc.attemptNumber() if tc is not None else 0
         for task in items:
-            stats = run_range(task, ctx, attempt)
-            stats["attempt"] = attempt
-            yield json.dumps(stats, sort_keys=True)
+            yield run_range(task, ctx, attempt)  # pickled back to the driver
 
     return run
 
 
-def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[dict]:
+def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[TaskStats]:
     """Run every range as one Spark task; returns the tasks' stats in task order."""
     if not tasks:
         return []
@@ -68,12 +66,10 @@ def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str 
     sc.setJobDescription(description)
     rdd = sc.parallelize(tasks, len(tasks))
     try:
-        raw = rdd.mapPartitionsWithIndex(_run_partition(ctx)).collect()
+        stats = rdd.mapPartitionsWithIndex(_run_partition(ctx)).collect()
     except Exception as exc:  # Py4JJavaError carrying the Python traceback of the last attempt
         raise LoadError(spark_failure_reason(exc)) from None
-    stats = [json.loads(r) for r in raw]
-    stats.sort(key=lambda s: s["index"])
-    return stats
+    return sorted(stats, key=lambda s: s.index)
 
 
 _PY_ERROR = re.compile(r"^(?:[a-z_][\w]*\.)*(\w*(?:Error|Exception)): (.+)$", re.M)

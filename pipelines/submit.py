@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                     raise LoadError(f"run {args.run_id} is not pending (already committed, or never planned)")
                 results = loader.load(plan)
                 for topic in plan.topics:
-                    loader.store.write_loaded(topic, args.run_id, [r for r in results if r["topic"] == topic])
-                records, errors = sum(r["count"] for r in results), sum(r["errors"] for r in results)
+                    loader.store.write_loaded(topic, args.run_id, [r for r in results if r.topic == topic])
+                records, errors = sum(r.count for r in results), sum(r.errors for r in results)
     except LoadError as exc:
         print(f"submit: error: {exc}", file=sys.stderr)
         return 1

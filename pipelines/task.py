@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import (
@@ -32,6 +32,7 @@ from pipelines.config import TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError, TopicDeletedError
 from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.record_columns import RecordChunk, decode_chunk
+from pipelines.task_stats import EMPTY, TOPIC_DELETED, TaskStats
 
 
 @dataclass(frozen=True)
@@ -242,13 +243,10 @@ class _Prefetcher:
             self.thread.join()
 
 
-def new_stats(task: RangeTask) -> dict:
+def new_stats(task: RangeTask, attempt: int = 0) -> TaskStats:
     """A range's stats before it is loaded (what both writers fill in and the manifest reads)."""
-    return {
-        "index": task.index, "topic": task.topic, "partition": task.partition, "start": task.start, "end": task.end,
-        "count": 0, "errors": 0, "bytes": 0, "files": [], "min_ts": None, "max_ts": None, "gaps": [],
-        "status": "loaded", "fetch_s": 0.0, "decode_s": 0.0, "write_s": 0.0, "leader_changes": 0,
-    }
+    return TaskStats(index=task.index, topic=task.topic, partition=task.partition, start=task.start, end=task.end,
+                     attempt=attempt)
 
 
 class RangeScan:
@@ -299,23 +297,24 @@ class RangeScan:
         self.progress.send(self.task.end, self.count + self.errors, done=True)
         self.progress.close()
 
-    def stats(self) -> dict:
-        return {"count": self.count, "errors": self.errors, "min_ts": self.min_ts, "max_ts": self.max_ts,
-                "gaps": self.gaps, "fetch_s": round(self.fetch_s, 3), "decode_s": round(self.decode_s, 3),
-                "leader_changes": self.reader.leader_changes, "chunks_vectorised": self.decoder.chunks_vectorised,
-                "chunks_per_record": self.decoder.chunks_per_record}
+    def stats(self, before: TaskStats) -> TaskStats:
+        """``before`` with what the scan counted and timed."""
+        return replace(before, count=self.count, errors=self.errors, min_ts=self.min_ts, max_ts=self.max_ts,
+                       gaps=tuple((int(a), int(b)) for a, b in self.gaps), fetch_s=round(self.fetch_s, 3),
+                       decode_s=round(self.decode_s, 3), leader_changes=self.reader.leader_changes,
+                       chunks_vectorised=self.decoder.chunks_vectorised,
+                       chunks_per_record=self.decoder.chunks_per_record)
 
 
-def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
-    """Load one range; returns its stats (JSON-able). Raises on failure (Spark retries)."""
+def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
+    """Load one range; returns its stats. Raises on failure (Spark retries)."""
     from pipelines.fs import open_fs
     from pipelines.writer import RangeWriter
 
     t0 = time.monotonic()
-    stats = new_stats(task)
+    stats = new_stats(task, attempt)
     if task.end <= task.start:
-        stats["status"] = "empty"
-        return stats
+        return replace(stats, status=EMPTY)
     fs = open_fs(ctx.warehouse, user=ctx.webhdfs_user)
     scan = RangeScan(task, ctx)
     writer = RangeWriter(fs, task.topic, task.partition, task.start, task.end, scan.decoder.schema,
@@ -329,19 +328,17 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
                     writer.add(batch, times)
         except TopicDeletedError:
             writer.abort()
-            stats["status"] = "topic_deleted"
-            return stats
+            return replace(stats, status=TOPIC_DELETED)
         w0 = time.monotonic()
         files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps)
-        stats["write_s"] = time.monotonic() - w0
+        write_s = time.monotonic() - w0
     except BaseException:
         writer.abort()
         raise
     finally:
         scan.close()
-    stats.update(scan.stats(), files=files, bytes=sum(f["bytes"] for f in files),
-                 seconds=round(time.monotonic() - t0, 3))
-    return stats
+    return replace(scan.stats(stats), files=tuple(files), bytes=sum(f["bytes"] for f in files), write_s=write_s,
+                   seconds=round(time.monotonic() - t0, 3))
 
 
 def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:
@@ -350,8 +347,4 @@ def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:
     return (int(ts.min()), int(ts.max())) if len(ts) else None
 
 
-def stats_json(stats: dict) -> str:
-    return json.dumps(stats, sort_keys=True)
-
-
-__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader", "asdict"]
+__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader"]

@@ -286,7 +286,7 @@ def run_manifests(config: LoaderConfig, run_id: str, store=None) -> dict[str, di
             loaded = store.loaded(topic, run_id)
             if loaded is None:
                 raise ValueError(f"run {run_id} of {topic} has no load results: load it before validating")
-            manifest = build_manifest(plan, loaded["results"])
+            manifest = build_manifest(plan, loaded)
         out[topic] = manifest
     return out
 

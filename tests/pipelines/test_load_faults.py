@@ -71,7 +71,7 @@ def test_task_failure_after_partial_output_is_retried_without_duplicates(broker,
     with Loader(cfg, spark=spark, faults=LoadFaults(fail_after_write=str(markers))) as loader:
         [result] = loader.run()
     assert len(list(markers.iterdir())) == 2, "each task failed once, after its first file was in place"
-    assert all(r["attempt"] == 1 for r in result.results), "Spark ran every task a second time"
+    assert all(r.attempt == 1 for r in result.results), "Spark ran every task a second time"
     rows = read_rows(warehouse, topic)
     _assert_exactly(rows, expected)
     assert result.records == 300
@@ -109,9 +109,9 @@ def test_driver_killed_before_manifest_commit_then_next_run_loads_exactly_once(b
     with Loader(cfg, spark=spark) as loader:
         recovered, new = loader.run()
     assert recovered.run_id == killed_run and recovered.resumed
-    assert all(r.get("rebuilt") for r in recovered.results), "complete ranges are taken from their files"
+    assert all(r.rebuilt for r in recovered.results), "complete ranges are taken from their files"
     assert recovered.records == 300 and new.records == 60
-    assert all(r["start"] == 100 for r in new.results)
+    assert all(r.start == 100 for r in new.results)
     _assert_exactly(read_rows(warehouse, topic), expected)
     history = Loader(cfg, spark=spark).history(topic)
     assert [h["status"] for h in history] == ["committed (recovered)", "committed"]
@@ -121,7 +121,7 @@ def test_driver_killed_before_manifest_commit_then_next_run_loads_exactly_once(b
     expected |= _spread_events(broker.bootstrap, topic, 3, 10, start=120)
     with Loader(cfg, spark=spark) as loader:
         [again] = loader.run()
-    assert again.records == 30 and all(r["start"] == 120 for r in again.results)
+    assert again.records == 30 and all(r.start == 120 for r in again.results)
     _assert_exactly(read_rows(warehouse, topic), expected)
     kinds = [m["kind"] for m in store.manifests(topic)]
     assert kinds == ["rebuilt", "load"]
@@ -296,5 +296,5 @@ def test_broker_killed_mid_task_then_back(broker, spark, tmp_path):
     assert "error" not in outcome, outcome.get("error")
     [result] = outcome["result"]
     assert result.records == 800
-    assert any(r["leader_changes"] or r["attempt"] for r in result.results), "the broker died under a task"
+    assert any(r.leader_changes or r.attempt for r in result.results), "the broker died under a task"
     _assert_exactly(read_rows(warehouse, topic), expected)

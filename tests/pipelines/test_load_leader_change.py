@@ -53,7 +53,7 @@ def test_leader_killed_mid_task_on_a_replicated_cluster(broker_factory, zk_chroo
     assert "error" not in outcome, outcome.get("error")
     [result] = outcome["result"]
     assert result.records == 600
-    assert any(r["leader_changes"] or r["attempt"] for r in result.results), "the leader died under a task"
+    assert any(r.leader_changes or r.attempt for r in result.results), "the leader died under a task"
     rows = read_rows(warehouse, topic)
     keys = [(r["topic"], r["partition"], r["offset"]) for r in rows]
     assert len(keys) == len(set(keys)) and set(keys) == expected
