@@ -459,7 +459,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1) for t, n in topics.items()],
                                   operation_timeout=timeout, request_timeout=timeout)
-    for name, fut in futures.items():
+    for fut in futures.values():
         fut.result(timeout)
     deadline = time.monotonic() + timeout
     while True:

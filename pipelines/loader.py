@@ -30,7 +30,7 @@ from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, 
 from pipelines.metrics_push import push_run
 from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs
 from pipelines.task import RangeTask, TaskContext
-from pipelines.task_stats import LOADED, TaskStats
+from pipelines.task_stats import EMPTY, LOADED, TaskStats
 
 __all__ = [
     "Loader", "RunResult", "LoadError", "OutOfRangeError", "ConfigError", "load_config",
@@ -67,7 +67,8 @@ class RunResult:
                 "topic": p["topic"], "partition": p["partition"], "start": p["start"], "end": p["end"],
                 "tasks": sum(1 for s, e in p["ranges"] if e > s), "records": 0, "errors": 0, "bytes": 0,
                 "files": 0, "min_ts": None, "max_ts": None, "seconds": 0.0,
-                "gap": f"{p['gap'][0]}..{p['gap'][1]}" if p.get("gap") else None, "status": "empty" if p["end"] <= p["start"] else "loaded"}
+                "gap": f"{p['gap'][0]}..{p['gap'][1]}" if p.get("gap") else None,
+                "status": EMPTY if p["end"] <= p["start"] else LOADED}
         for r in self.results:
             row = rows.get((r.topic, r.partition))
             if row is None:

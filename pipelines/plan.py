@@ -128,7 +128,8 @@ class Plan:
         return sum(p["end"] - p["start"] for d in self.topics.values() for p in d["partitions"])
 
 
-def select_topics(config: LoaderConfig, cluster_topics: set[str], store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
+def select_topics(config: LoaderConfig, cluster_topics: set[str],
+                  store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
     """Topics of this run ({name: spec}) and the ones skipped ({name: reason})."""
     chosen: dict[str, TopicSpec] = {}
     skipped: dict[str, str] = {}

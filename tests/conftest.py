@@ -21,6 +21,23 @@ settings.register_profile("logbus", deadline=None)
 settings.load_profile("logbus")
 
 
+# Fixtures that start a process or a service (directly or through the fixtures they use): a test
+# using any of them is an integration test. `make test-fast` (pytest -m "not integration") runs
+# the rest: unit and property tests, no ZooKeeper, broker, Spark, JVM or Airflow.
+INTEGRATION_FIXTURES = frozenset({
+    "zookeeper", "zk_chroot", "zk_client", "broker_factory", "broker", "group_broker", "cluster", "clusters",
+    "mirrors", "spark", "airflow_db", "pushgateway", "compose",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses a process-starting fixture as ``integration`` (modules that start
+    processes themselves say so with ``pytestmark = pytest.mark.integration``)."""
+    for item in items:
+        if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Reap what killed sessions left running, then mark this session's children (tests/reaper.py)."""
     from tests.reaper import mark_session, reap_orphans
