@@ -14,8 +14,10 @@ from tests.coordinator.conftest import (
     SESSION_MS,
     confluent_member,
     create_topic,
+    group_topic,
     produce,
     settled,
+    three_brokers,
     unique,
     wait_until,
 )
@@ -63,9 +65,7 @@ def test_killed_member_is_evicted_after_its_session_timeout(group_broker):
 
 def test_commits_survive_a_broker_restart(group_broker):
     bootstrap = group_broker.bootstrap
-    topic = create_topic(bootstrap, 3)
-    group = unique("restart")
-    produce(bootstrap, topic, 3, 10)
+    topic, group = group_topic(bootstrap, 3, 10, "restart")
     m = confluent_member(bootstrap, topic, group)
     wait_until(lambda: len(m.records) >= 30, 40, what="first records")
     time.sleep(1)  # auto commit
@@ -83,11 +83,8 @@ def test_commits_survive_a_broker_restart(group_broker):
 
 
 def test_coordinator_broker_killed(broker_factory, zk_client):
-    brokers = [broker_factory(overrides=GROUP_BROKER, broker_id=i) for i in (1, 2, 3)]
-    bootstrap = ",".join(b.bootstrap for b in brokers)
-    topic = create_topic(bootstrap, 6, rf=3)
-    group = unique("failover")
-    produce(bootstrap, topic, 6, 10)
+    brokers, bootstrap = three_brokers(broker_factory, GROUP_BROKER)
+    topic, group = group_topic(bootstrap, 6, 10, "failover", rf=3)
     members = [confluent_member(bootstrap, topic, group) for _ in range(2)]
     try:
         wait_until(lambda: settled(members, 6) and len(_values(members)) >= 60, 40, what="first records")
