@@ -37,6 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.feeding import produce_waiting  # noqa: E402
+
 
 def progress(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -71,12 +73,7 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> 
     t0 = time.monotonic()
     for i in range(per_partition):
         for part in range(partitions):
-            while True:
-                try:
-                    p.produce(topic, event_value(part, i), partition=part, timestamp=BASE_MS + i * 10)
-                    break
-                except BufferError:
-                    p.poll(0.05)
+            produce_waiting(p, topic, event_value(part, i), 0.05, partition=part, timestamp=BASE_MS + i * 10)
         if i % 10_000 == 0:
             p.poll(0)
     assert p.flush(300) == 0

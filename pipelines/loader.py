@@ -93,13 +93,9 @@ class Loader:
 
     def __init__(self, config: LoaderConfig, spark=None, progress: TextIO | None = None,
                  faults: LoadFaults = NO_FAULTS) -> None:
-        self.config = config
-        self._spark = spark
-        self._own_spark = False
-        self.progress = progress
-        self.faults = faults
-        self._fs = None
-        self._store = None
+        self.config, self.progress, self.faults = config, progress, faults
+        self._spark, self._own_spark = spark, False
+        self._fs = self._store = None
         self._cluster: Cluster | None = None
 
     # --- resources -----------------------------------------------------------------------------

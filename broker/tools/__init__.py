@@ -6,10 +6,31 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
+
+from broker.config import ConfigError, load_properties, parse_overrides
 
 
 class CommandError(Exception):
     """A failure to report as one line, without a traceback."""
+
+
+def client_config(config_file: str | None, overrides: Sequence[str], bootstrap: str | None,
+                  missing: str) -> dict[str, Any]:
+    """A client tool's config: the ``.properties`` file, then ``key=value`` overrides, then
+    ``--bootstrap-server``; ``missing`` is the error when nothing says how to reach the cluster."""
+    config: dict[str, Any] = {}
+    try:
+        if config_file:
+            config.update(load_properties(config_file))
+        config.update(parse_overrides(overrides))
+    except (ConfigError, OSError) as exc:
+        raise CommandError(str(exc)) from exc
+    if bootstrap:
+        config["bootstrap.servers"] = bootstrap
+    if not (config.get("bootstrap.servers") or config.get("metadata.broker.list") or config.get("zookeeper.connect")):
+        raise CommandError(missing)
+    return config
 
 
 def run_command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:

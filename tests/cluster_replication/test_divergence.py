@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
-from tests.cluster_replication.conftest import (
-    bootstrap,
-    by_id,
-    consume_all,
-    create_topic,
-    isolate_leader,
-    state,
-    wait_until,
-)
+from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, isolate_leader, state, wait_until
 
 
 def _produce(bootstrap_servers: str, topic: str, values: list[bytes], acks: str) -> None:

@@ -12,15 +12,7 @@ from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import encode_batch
-from tests.cluster_replication.conftest import (
-    bootstrap,
-    by_id,
-    consume_all,
-    create_topic,
-    isolate_leader,
-    state,
-    wait_until,
-)
+from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, isolate_leader, state, wait_until
 
 
 def _produce_one(bootstrap_servers: str, topic: str, acks: str, value: bytes) -> KafkaError | None:
