@@ -42,9 +42,9 @@ def _topic(bootstrap: str, name: str) -> str:
     return topic
 
 
-def run_logbus(bootstrap: str, n: int, acks: str) -> float:
-    topic = _topic(bootstrap, "logbus")
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+def _send_rate(producer, topic: str, n: int) -> float:
+    """Records per second of ``n`` sends and a flush, after one warm-up send (our and kafka-python's
+    producers share the ``send(topic, value).get()`` / ``flush()`` / ``close()`` interface)."""
     producer.send(topic, b"warm-up").get(10)
     send = producer.send
     start = time.perf_counter()
@@ -54,6 +54,11 @@ def run_logbus(bootstrap: str, n: int, acks: str) -> float:
     elapsed = time.perf_counter() - start
     producer.close()
     return n / elapsed
+
+
+def run_logbus(bootstrap: str, n: int, acks: str) -> float:
+    topic = _topic(bootstrap, "logbus")
+    return _send_rate(Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5}), topic, n)
 
 
 def run_kafka_python(bootstrap: str, n: int, acks: str) -> float:
@@ -61,15 +66,7 @@ def run_kafka_python(bootstrap: str, n: int, acks: str) -> float:
 
     topic = _topic(bootstrap, "kafkapy")
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks=int(acks) if acks != "all" else "all", linger_ms=5)
-    producer.send(topic, b"warm-up").get(10)
-    send = producer.send
-    start = time.perf_counter()
-    for _ in range(n):
-        send(topic, VALUE)
-    producer.flush()
-    elapsed = time.perf_counter() - start
-    producer.close()
-    return n / elapsed
+    return _send_rate(producer, topic, n)
 
 
 def run_librdkafka(bootstrap: str, n: int, acks: str) -> float:

@@ -37,6 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.feeding import produce_waiting  # noqa: E402
+
 
 def progress(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -71,12 +73,7 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> 
     t0 = time.monotonic()
     for i in range(per_partition):
         for part in range(partitions):
-            while True:
-                try:
-                    p.produce(topic, event_value(part, i), partition=part, timestamp=BASE_MS + i * 10)
-                    break
-                except BufferError:
-                    p.poll(0.05)
+            produce_waiting(p, topic, event_value(part, i), 0.05, partition=part, timestamp=BASE_MS + i * 10)
         if i % 10_000 == 0:
             p.poll(0)
     assert p.flush(300) == 0
@@ -203,13 +200,13 @@ def main(argv=None) -> int:
                            "records_per_s": round(run.records / load_s),
                            "mb_per_s": round(sum(len(event_value(0, 5_000_000)) for _ in range(1)) * run.records / load_s / 1e6, 1),
                            "parquet_bytes": run.bytes,
-                           "task_fetch_s": round(sum(r["fetch_s"] for r in run.results), 1),
-                           "task_decode_s": round(sum(r["decode_s"] for r in run.results), 1),
-                           "task_write_s": round(sum(r["write_s"] for r in run.results), 1),
-                           "task_total_s": round(sum(r["seconds"] for r in run.results), 1),
+                           "task_fetch_s": round(sum(r.fetch_s for r in run.results), 1),
+                           "task_decode_s": round(sum(r.decode_s for r in run.results), 1),
+                           "task_write_s": round(sum(r.write_s for r in run.results), 1),
+                           "task_total_s": round(sum(r.seconds or 0.0 for r in run.results), 1),
                            # JSON chunks decoded by pyarrow's reader vs. per record (a chunk with a bad value)
-                           "chunks_vectorised": sum(r.get("chunks_vectorised", 0) for r in run.results),
-                           "chunks_per_record": sum(r.get("chunks_per_record", 0) for r in run.results)}
+                           "chunks_vectorised": sum(r.chunks_vectorised for r in run.results),
+                           "chunks_per_record": sum(r.chunks_per_record for r in run.results)}
         progress(f"load: {run.records:,} records in {load_s:.1f} s = {run.records / load_s:,.0f} records/s")
 
         progress("fetch-only (SimpleConsumer over the same ranges, same Spark tasks)")

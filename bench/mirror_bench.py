@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from confluent_kafka import Producer as RdProducer  # noqa: E402
 
+from bench.feeding import produce_waiting  # noqa: E402
 from broker.client.admin import AdminClient  # noqa: E402
 from broker.client.simple_consumer import SimpleConsumer  # noqa: E402
 from broker.cluster.embedded_zk import EmbeddedZooKeeper  # noqa: E402
@@ -51,12 +52,7 @@ def produce(bootstrap: str, topic: str, n: int, size: int) -> float:
     value = b"x" * size
     start = time.perf_counter()
     for i in range(n):
-        while True:
-            try:
-                p.produce(topic, value, b"k%d" % (i % 1000))
-                break
-            except BufferError:
-                p.poll(0.01)
+        produce_waiting(p, topic, value, 0.01, key=b"k%d" % (i % 1000))
         if i % 1000 == 0:
             p.poll(0)
     assert p.flush(120) == 0

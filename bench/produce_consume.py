@@ -459,7 +459,7 @@ def create_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(t, num_partitions=n, replication_factor=1) for t, n in topics.items()],
                                   operation_timeout=timeout, request_timeout=timeout)
-    for name, fut in futures.items():
+    for fut in futures.values():
         fut.result(timeout)
     deadline = time.monotonic() + timeout
     while True:
@@ -1084,13 +1084,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _kv(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"expected KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
+    """``KEY=VALUE`` arguments as a dict (broker.config's parser; a bad one ends the run)."""
+    from broker.config import ConfigError, parse_overrides
+
+    try:
+        return parse_overrides(items)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 class _Done(Exception):
@@ -1194,6 +1194,24 @@ def main(argv: list[str] | None = None) -> int:
             prof.start()
             return prof
 
+        def metered(name: str, phase: Callable[[], dict[str, Any]], report: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+            """Run one phase under the broker's CPU meter (and py-spy with --profile), print
+            ``report(result)``, and check the broker survived it."""
+            prof = profiled(name)
+            meter = CpuMeter(pid).start()
+            ph = phase()
+            ph["cpu"] = meter.stop()
+            if prof:
+                _finish_profile(prof, ph)
+            progress(report(ph))
+            cluster.check_alive()
+            return ph
+
+        def rate(ph: dict[str, Any]) -> str:
+            cpu = ph["cpu"]
+            return (f"{ph['records_s']:,} records/s ({ph['mb_s']} MB/s), CPU broker {cpu['broker_cores']} "
+                    f"client {cpu['client_cores']} other {cpu['other_cores']} cores")
+
         def suffix(i: int) -> str:
             return f"-r{i}" if i else ""
 
@@ -1206,18 +1224,10 @@ def main(argv: list[str] | None = None) -> int:
                 if i:
                     create_topics(cluster.bootstrap, {topic: n})
                 progress(f"[{n}p] produce {args.records:,} records to {topic}")
-                prof = profiled(f"produce-p{n}")
-                meter = CpuMeter(pid).start()
-                ph = produce_phase(cluster.bootstrap, topic, args.records, args.phase_timeout,
-                                   cluster.check_alive, _kv(args.producer_config))
-                ph["cpu"] = meter.stop()
+                ph = metered(f"produce-p{n}", lambda: produce_phase(
+                    cluster.bootstrap, topic, args.records, args.phase_timeout, cluster.check_alive,
+                    _kv(args.producer_config)), lambda res: f"[{n}p]   {rate(res)}; delivery errors {res['delivery_errors']}")
                 ph["topic"] = topic
-                if prof:
-                    _finish_profile(prof, ph)
-                progress(f"[{n}p]   {ph['records_s']:,} records/s ({ph['mb_s']} MB/s), delivery errors "
-                         f"{ph['delivery_errors']}, CPU broker {ph['cpu']['broker_cores']} client "
-                         f"{ph['cpu']['client_cores']} other {ph['cpu']['other_cores']} cores")
-                cluster.check_alive()
                 return ph
 
             run["produce"] = ph = measured(f"[{n}p] produce", produce)
@@ -1230,18 +1240,9 @@ def main(argv: list[str] | None = None) -> int:
 
             def consume(i: int, n: int = n, topic: str = run["topic"], delivered: int = ph["delivered"]) -> dict[str, Any]:
                 progress(f"[{n}p] consume {topic} from offset 0")
-                prof = profiled(f"consume-p{n}")
-                meter = CpuMeter(pid).start()
-                ph = consume_phase(cluster.bootstrap, topic, n, delivered, args.phase_timeout,
-                                   cluster.check_alive, _kv(args.consumer_config))
-                ph["cpu"] = meter.stop()
-                if prof:
-                    _finish_profile(prof, ph)
-                progress(f"[{n}p]   {ph['records_s']:,} records/s ({ph['mb_s']} MB/s), CPU broker "
-                         f"{ph['cpu']['broker_cores']} client {ph['cpu']['client_cores']} other "
-                         f"{ph['cpu']['other_cores']} cores")
-                cluster.check_alive()
-                return ph
+                return metered(f"consume-p{n}", lambda: consume_phase(
+                    cluster.bootstrap, topic, n, delivered, args.phase_timeout, cluster.check_alive,
+                    _kv(args.consumer_config)), lambda res: f"[{n}p]   {rate(res)}")
 
             run["consume"] = ph = measured(f"[{n}p] consume", consume)
             delivered = run["produce"]["delivered"]

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 
-from broker.tools import CommandError
+from broker.tools import run_command
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "server-start": ("broker.tools.server_start", "start a broker from a server.properties file"),
@@ -56,16 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"logbus: unknown command '{command}'\n\n{_usage()}", file=sys.stderr)
         return 2
     args = build_parser(command).parse_args(argv[1:])
-    try:
-        return args.run(args)
-    except CommandError as exc:
-        print(f"logbus {command}: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:  # `logbus dump-log ... | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    return run_command(args.run, args, f"logbus {command}")
 
 
 if __name__ == "__main__":

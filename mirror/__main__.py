@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from broker.tools import CommandError
+from broker.tools import command_main
 from mirror.cli import add_arguments, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mirror", description="mirror source clusters into an aggregate cluster")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except CommandError as exc:
-        print(f"mirror-maker: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    return command_main("mirror-maker", "mirror source clusters into an aggregate cluster", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ of its leader with ListOffsets; the leader found in the source's ZooKeeper, or b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -61,10 +62,8 @@ class LagProbe:
 
     def _drop_all(self) -> None:
         for consumer in self._consumers.values():
-            try:
+            with contextlib.suppress(Exception):
                 consumer.close()
-            except Exception:
-                pass
         self._consumers.clear()
 
     def close(self) -> None:

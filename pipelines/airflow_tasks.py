@@ -125,8 +125,8 @@ def load_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
         r = rerun(cfg, info["run_id"])
         return {"run_id": r.run_id, "records": r.records, "errors": r.errors, "via": "inline"}
     results = load_run(cfg, info["run_id"])
-    return {"run_id": info["run_id"], "records": sum(r["count"] for r in results),
-            "errors": sum(r["errors"] for r in results), "via": "inline"}
+    return {"run_id": info["run_id"], "records": sum(r.count for r in results),
+            "errors": sum(r.errors for r in results), "via": "inline"}
 
 
 def validate_step(path: str, group: str, info: Mapping[str, Any]) -> dict:

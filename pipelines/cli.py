@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from broker.tools import CommandError
+from broker.tools import CommandError, command_main
 
 DEFAULT_CONFIG = "conf/loader.yaml"
 
@@ -60,8 +60,9 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.config import ConfigError, load_config
+    from pipelines.errors import LoadError
+    from pipelines.faults import LoadFaults
     from pipelines.loader import Loader
-    from pipelines.task import LoadError
 
     try:
         config = load_config(args.config, _overrides(args))
@@ -74,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     progress = None if getattr(args, "quiet", False) else sys.stderr
     try:
-        with Loader(config, progress=progress) as loader:
+        # faults only when a test started this process to break it (pipelines.faults)
+        with Loader(config, progress=progress, faults=LoadFaults.from_environment()) as loader:
             return ACTIONS[args.action](loader, args, out)
     except (LoadError, ConfigError) as exc:
         raise CommandError(str(exc)) from None
@@ -126,7 +128,7 @@ def _rerun(loader, args, out) -> int:
 
     result = loader.rerun(args.run_id)
     print(f"rerun of {result.run_id}: {result.records:,} records, {result.errors:,} errors, "
-          f"{sum(len(r['files']) for r in result.results)} files rewritten in {result.seconds:.1f} s", file=out)
+          f"{sum(len(r.files) for r in result.results)} files rewritten in {result.seconds:.1f} s", file=out)
     print(format_table(result.partition_rows(), [("topic", "topic"), ("partition", "part"), ("start", "start"),
                                                  ("end", "end"), ("records", "records"), ("files", "files")]), file=out)
     return 0
@@ -159,14 +161,7 @@ ACTIONS = {"run": _run, "plan": _plan, "rerun": _rerun, "history": _history, "re
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m pipelines.cli ...`` (same as ``logbus load ...``)."""
-    parser = argparse.ArgumentParser(prog="logbus load", description="load topics into the warehouse")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except CommandError as exc:
-        print(f"logbus load: error: {exc}", file=sys.stderr)
-        return 1
+    return command_main("logbus load", "load topics into the warehouse", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from pipelines.config import RECORD_TIMESTAMP, TopicSpec
+from pipelines.errors import DecodeError
 from pipelines.record_columns import RecordChunk
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -48,10 +49,6 @@ _PARSE_TYPES = {
 _WRAP_SUFFIX = b"}\n"
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-
-
-class DecodeError(ValueError):
-    pass
 
 
 def _to_ms(value, name: str) -> int:

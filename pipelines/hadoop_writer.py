@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import time
 import uuid
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +25,11 @@ from pyspark.accumulators import AccumulatorParam
 
 from pipelines.config import TopicSpec
 from pipelines.decoders import Decoder
+from pipelines.errors import LoadError, TopicDeletedError
 from pipelines.fs import HadoopFS
 from pipelines.job import spark_failure_reason
-from pipelines.task import LoadError, RangeScan, RangeTask, TaskContext, TopicDeletedError, _inject_failure, new_stats
+from pipelines.task import RangeScan, RangeTask, TaskContext, new_stats
+from pipelines.task_stats import EMPTY, LOADED, TOPIC_DELETED, TaskStats
 from pipelines.writer import (
     commit_record_path,
     commit_summary,
@@ -44,8 +47,8 @@ CODECS = {"none": "uncompressed", "snappy": "snappy", "gzip": "gzip", "zstd": "z
 
 
 class RangeStats(AccumulatorParam):
-    """{range index: stats}. A range's stats replace, never add to, earlier ones: whichever attempt
-    of a task reports, the values are the same, so a re-applied update cannot double a count."""
+    """{range index: StagedRange}. A range's entry replaces, never adds to, an earlier one: whichever
+    attempt of a task reports, the values are the same, so a re-applied update cannot double a count."""
 
     def zero(self, value: dict) -> dict:
         return {}
@@ -62,17 +65,26 @@ def staging_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields + [pa.field(RANGE, pa.int32(), nullable=False), pa.field(HOUR, pa.int64(), nullable=False)])
 
 
-def load_ranges(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[dict]:
+@dataclass(frozen=True)
+class StagedRange:
+    """What a task hands the driver: its stats, the rows it staged per epoch hour and its undecodable values."""
+
+    stats: TaskStats
+    hours: dict[int, int]
+    error_rows: list[tuple]
+
+
+def load_ranges(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[TaskStats]:
     """Load ``tasks`` through Spark's Parquet writer (one Spark job per topic); returns their stats in
     task order, as ``pipelines.job.run_tasks`` does."""
     fs = HadoopFS(ctx.warehouse, spark)
-    results: list[dict] = []
+    results: list[TaskStats] = []
     for topic in sorted({t.topic for t in tasks}):
         results += _load_topic(spark, fs, [t for t in tasks if t.topic == topic], ctx, f"{description} {topic}")
-    return sorted(results, key=lambda r: r["index"])
+    return sorted(results, key=lambda r: r.index)
 
 
-def _load_topic(spark, fs: HadoopFS, tasks: list[RangeTask], ctx: TaskContext, description: str) -> list[dict]:
+def _load_topic(spark, fs: HadoopFS, tasks: list[RangeTask], ctx: TaskContext, description: str) -> list[TaskStats]:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     topic = tasks[0].topic
@@ -121,12 +133,11 @@ def _range_batches(task: RangeTask, ctx: TaskContext, schema: pa.Schema, stats):
 
     t0 = time.monotonic()
     spark_task = SparkTaskContext.get()
-    result = new_stats(task)
-    result["attempt"] = spark_task.attemptNumber() if spark_task is not None else 0
+    result = new_stats(task, spark_task.attemptNumber() if spark_task is not None else 0)
     hours: dict[int, int] = {}
     errors: list[tuple] = []
     if task.end <= task.start:
-        result["status"] = "empty"
+        result = replace(result, status=EMPTY)
     else:
         scan = RangeScan(task, ctx)
         try:
@@ -138,16 +149,14 @@ def _range_batches(task: RangeTask, ctx: TaskContext, schema: pa.Schema, stats):
                 for hour, rows in zip(*np.unique(buckets, return_counts=True)):
                     hours[int(hour)] = hours.get(int(hour), 0) + int(rows)
                 yield _staging_batch(batch, task.index, buckets, schema)
-            marker = ctx.inject.get("fail_after_write")
-            if marker:  # tests: the first attempt dies after handing Spark all of its rows
-                _inject_failure(marker, task)
+            ctx.faults.after_first_file(task)  # after handing Spark all of the range's rows
         except TopicDeletedError:
-            result["status"] = "topic_deleted"  # what it staged is dropped with the staging directory
+            result = replace(result, status=TOPIC_DELETED)  # what it staged is dropped with the staging directory
         finally:
             scan.close()
-        result.update(scan.stats())
-    result.update(hours=hours, error_rows=errors, seconds=round(time.monotonic() - t0, 3))
-    stats.add({task.index: result})
+        result = scan.stats(result)
+    result = replace(result, seconds=round(time.monotonic() - t0, 3))
+    stats.add({task.index: StagedRange(result, hours, errors)})
 
 
 def _staging_batch(batch: pa.RecordBatch, index: int, buckets: np.ndarray, schema: pa.Schema) -> pa.RecordBatch:
@@ -156,11 +165,11 @@ def _staging_batch(batch: pa.RecordBatch, index: int, buckets: np.ndarray, schem
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, stats: dict, ctx: TaskContext) -> dict:
+def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, staged_range: StagedRange, ctx: TaskContext) -> TaskStats:
     """Rename the range's committed part files to their final names (errors file first, commit
     record last, so a range with a record is whole); returns the range's stats."""
-    hours, errors = stats.pop("hours"), stats.pop("error_rows")
-    if stats["status"] != "loaded":
+    stats, hours, errors = staged_range.stats, staged_range.hours, staged_range.error_rows
+    if stats.status != LOADED:
         return stats
     w0 = time.monotonic()
     staged = _staged_files(fs, f"{stage}/{RANGE}={task.index}")
@@ -168,7 +177,7 @@ def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, stats: dict, ctx: T
         raise LoadError(f"{task.topic}-{task.partition} [{task.start}, {task.end}): Spark committed hours "
                         f"{sorted(staged)}, the task wrote {sorted(hours)}")
     meta = range_metadata(task.topic, task.partition, task.start, task.end)
-    summary = commit_summary(len(hours), stats["count"], len(errors), stats["gaps"])
+    summary = commit_summary(len(hours), stats.count, len(errors), stats.gaps)
     if errors:
         out = io.BytesIO()
         pq.write_table(error_table(errors, meta, summary), out, compression=None if ctx.compression == "none"
@@ -182,8 +191,8 @@ def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, stats: dict, ctx: T
         fs.rename(staged[hour], final)
         files.append({"path": final, "rows": hours[hour], "bytes": size})
     fs.write_bytes(commit_record_path(task.topic, task.partition, task.start, task.end), summary.encode())
-    stats.update(files=files, bytes=sum(f["bytes"] for f in files), write_s=round(time.monotonic() - w0, 3))
-    return stats
+    return replace(stats, files=tuple(files), bytes=sum(f["bytes"] for f in files),
+                   write_s=round(time.monotonic() - w0, 3))
 
 
 def _staged_files(fs: HadoopFS, range_dir: str) -> dict[int, str]:

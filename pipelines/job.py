@@ -1,7 +1,7 @@
 """The Spark side: one task per planned range, each running ``pipelines.task.run_range``.
 
 The ranges become an RDD with one element per partition, so Spark schedules (and on
-failure, retries) each range as its own task; a task returns its stats as JSON, which the
+failure, retries) each range as its own task; a task returns its ``TaskStats``, which the
 driver collects for the manifest. Output files are committed by the task itself (staged,
 then renamed under the range's deterministic name), so a retried attempt replaces, never
 adds to, what a failed one left.
@@ -9,13 +9,14 @@ adds to, what a failed one left.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 
 from pipelines.config import LoaderConfig
-from pipelines.task import LoadError, RangeTask, TaskContext
+from pipelines.errors import ONE_LINE_ERRORS, LoadError
+from pipelines.task import RangeTask, TaskContext
+from pipelines.task_stats import TaskStats
 
 
 def make_spark(config: LoaderConfig, master: str | None = None):
@@ -52,14 +53,12 @@ def _run_partition(ctx: TaskContext):
         tc = SparkTaskContext.get()
         attempt = tc.attemptNumber() if tc is not None else 0
         for task in items:
-            stats = run_range(task, ctx, attempt)
-            stats["attempt"] = attempt
-            yield json.dumps(stats, sort_keys=True)
+            yield run_range(task, ctx, attempt)  # pickled back to the driver
 
     return run
 
 
-def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[dict]:
+def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str = "logbus load") -> list[TaskStats]:
     """Run every range as one Spark task; returns the tasks' stats in task order."""
     if not tasks:
         return []
@@ -67,12 +66,10 @@ def run_tasks(spark, tasks: list[RangeTask], ctx: TaskContext, description: str 
     sc.setJobDescription(description)
     rdd = sc.parallelize(tasks, len(tasks))
     try:
-        raw = rdd.mapPartitionsWithIndex(_run_partition(ctx)).collect()
+        stats = rdd.mapPartitionsWithIndex(_run_partition(ctx)).collect()
     except Exception as exc:  # Py4JJavaError carrying the Python traceback of the last attempt
         raise LoadError(spark_failure_reason(exc)) from None
-    stats = [json.loads(r) for r in raw]
-    stats.sort(key=lambda s: s["index"])
-    return stats
+    return sorted(stats, key=lambda s: s.index)
 
 
 _PY_ERROR = re.compile(r"^(?:[a-z_][\w]*\.)*(\w*(?:Error|Exception)): (.+)$", re.M)
@@ -87,6 +84,6 @@ def spark_failure_reason(exc: BaseException) -> str:
     if interesting:
         m = interesting[-1]
         name, message = m.group(1), m.group(2).strip()
-        return message if name in ("LoadError", "OutOfRangeError", "TopicDeletedError") else f"{name}: {message}"
+        return message if name in ONE_LINE_ERRORS else f"{name}: {message}"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return f"the Spark job failed: {first[:500]}"

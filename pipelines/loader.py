@@ -17,9 +17,6 @@ Also ``rerun(run_id)``, ``history()``, ``reset(topic, to)`` and ``preview()``.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 import time
 from collections.abc import Mapping
@@ -27,24 +24,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
+from pipelines.errors import LoadError, OutOfRangeError
+from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
 from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs
-from pipelines.task import LoadError, OutOfRangeError, RangeTask, TaskContext
+from pipelines.task import RangeTask, TaskContext
+from pipelines.task_stats import EMPTY, LOADED, TaskStats
 
 __all__ = [
     "Loader", "RunResult", "LoadError", "OutOfRangeError", "ConfigError", "load_config",
     "run", "plan_run", "load_run", "commit_run", "rerun", "history", "reset", "preview",
 ]
 
-INJECT_ENV = "LOGBUS_LOADER_INJECT"  # tests only: JSON, e.g. {"fail_after_write": "/tmp/markers"}
-
-
 @dataclass
 class RunResult:
     run_id: str
     plan: Plan
-    results: list[dict] = field(default_factory=list)
+    results: list[TaskStats] = field(default_factory=list)
     manifests: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     resumed: bool = False
@@ -52,15 +49,15 @@ class RunResult:
 
     @property
     def records(self) -> int:
-        return sum(r["count"] for r in self.results)
+        return sum(r.count for r in self.results)
 
     @property
     def errors(self) -> int:
-        return sum(r["errors"] for r in self.results)
+        return sum(r.errors for r in self.results)
 
     @property
     def bytes(self) -> int:
-        return sum(r["bytes"] for r in self.results)
+        return sum(r.bytes for r in self.results)
 
     def partition_rows(self) -> list[dict]:
         """One summary row per topic-partition (what the CLI's table shows)."""
@@ -70,23 +67,24 @@ class RunResult:
                 "topic": p["topic"], "partition": p["partition"], "start": p["start"], "end": p["end"],
                 "tasks": sum(1 for s, e in p["ranges"] if e > s), "records": 0, "errors": 0, "bytes": 0,
                 "files": 0, "min_ts": None, "max_ts": None, "seconds": 0.0,
-                "gap": f"{p['gap'][0]}..{p['gap'][1]}" if p.get("gap") else None, "status": "empty" if p["end"] <= p["start"] else "loaded"}
+                "gap": f"{p['gap'][0]}..{p['gap'][1]}" if p.get("gap") else None,
+                "status": EMPTY if p["end"] <= p["start"] else LOADED}
         for r in self.results:
-            row = rows.get((r["topic"], r["partition"]))
+            row = rows.get((r.topic, r.partition))
             if row is None:
                 continue
-            row["records"] += r["count"]
-            row["errors"] += r["errors"]
-            row["bytes"] += r["bytes"]
-            row["files"] += len(r["files"])
-            row["seconds"] = max(row["seconds"], r.get("seconds") or 0.0)
-            for k, fn in (("min_ts", min), ("max_ts", max)):
-                if r.get(k) is not None:
-                    row[k] = r[k] if row[k] is None else fn(row[k], r[k])
-            if r.get("gaps"):
-                row["gap"] = ", ".join(f"{a}..{b}" for a, b in r["gaps"])
-            if r.get("status") not in (None, "loaded"):
-                row["status"] = r["status"]
+            row["records"] += r.count
+            row["errors"] += r.errors
+            row["bytes"] += r.bytes
+            row["files"] += len(r.files)
+            row["seconds"] = max(row["seconds"], r.seconds or 0.0)
+            for k, value, fn in (("min_ts", r.min_ts, min), ("max_ts", r.max_ts, max)):
+                if value is not None:
+                    row[k] = value if row[k] is None else fn(row[k], value)
+            if r.gaps:
+                row["gap"] = ", ".join(f"{a}..{b}" for a, b in r.gaps)
+            if r.status != LOADED:
+                row["status"] = r.status
         return [rows[k] for k in sorted(rows)]
 
 
@@ -94,17 +92,10 @@ class Loader:
     """Plans, loads and commits runs of one loader configuration."""
 
     def __init__(self, config: LoaderConfig, spark=None, progress: TextIO | None = None,
-                 inject: Mapping[str, Any] | None = None) -> None:
-        self.config = config
-        self._spark = spark
-        self._own_spark = False
-        self.progress = progress
-        if inject is None:
-            env = os.environ.get(INJECT_ENV)
-            inject = json.loads(env) if env else {}
-        self.inject = dict(inject)
-        self._fs = None
-        self._store = None
+                 faults: LoadFaults = NO_FAULTS) -> None:
+        self.config, self.progress, self.faults = config, progress, faults
+        self._spark, self._own_spark = spark, False
+        self._fs = self._store = None
         self._cluster: Cluster | None = None
 
     # --- resources -----------------------------------------------------------------------------
@@ -208,10 +199,10 @@ class Loader:
             fetch_max_bytes=self.config.fetch_max_bytes, request_timeout_ms=self.config.request_timeout_ms,
             out_of_range=self.config.out_of_range, compression=self.config.parquet_compression,
             row_group_size=self.config.row_group_size, progress_addr=progress_addr,
-            inject={k: v for k, v in self.inject.items() if k in ("fail_after_write", "fetch_delay_ms")},
+            faults=self.faults,
         )
 
-    def load(self, plan: Plan, tasks: list[RangeTask] | None = None) -> list[dict]:
+    def load(self, plan: Plan, tasks: list[RangeTask] | None = None) -> list[TaskStats]:
         """Run the plan's ranges as Spark tasks (only ``tasks`` if given); returns their stats."""
         tasks = plan.tasks() if tasks is None else tasks
         if not tasks:
@@ -229,15 +220,15 @@ class Loader:
                 return run_tasks(spark, tasks, self._context(server.address), f"logbus load {plan.run_id}")
         return run_tasks(spark, tasks, self._context(None), f"logbus load {plan.run_id}")
 
-    def load_pending(self, plan: Plan) -> list[dict]:
+    def load_pending(self, plan: Plan) -> list[TaskStats]:
         """Finish a pending run: ranges whose files are all committed are taken from their footers,
         the others are loaded again (same names, so nothing is duplicated)."""
-        results: list[dict] = []
+        results: list[TaskStats] = []
         todo: list[RangeTask] = []
-        for topic, doc in plan.topics.items():
+        for topic in plan.topics:
             loaded = self.store.loaded(topic, plan.run_id)
             if loaded is not None:
-                results += loaded["results"]
+                results += loaded
                 continue
             scanned = self.store.scan_files(topic)
             for t in plan.tasks():
@@ -253,22 +244,21 @@ class Loader:
             results += self.load(plan, todo)
         return results
 
-    def commit(self, plan: Plan, results: list[dict], kind: str = "load", extra: dict | None = None) -> list[dict]:
+    def commit(self, plan: Plan, results: list[TaskStats], kind: str = "load", extra: dict | None = None) -> list[dict]:
         """Check the error ratio, then write every topic's manifest (the offsets move here)."""
-        records = sum(r["count"] for r in results)
-        errors = sum(r["errors"] for r in results)
+        records = sum(r.count for r in results)
+        errors = sum(r.errors for r in results)
         if errors and errors > self.config.max_error_ratio * (records + errors):
-            worst = max(results, key=lambda r: r["errors"])
+            worst = max(results, key=lambda r: r.errors)
             raise LoadError(
                 f"{errors:,} of {records + errors:,} records could not be decoded "
                 f"({errors / (records + errors):.2%}, above max_error_ratio {self.config.max_error_ratio:.2%}); "
-                f"most in {worst['topic']}-{worst['partition']}; see {self.config.warehouse}/{worst['topic']}/_errors/. "
+                f"most in {worst.topic}-{worst.partition}; see {self.config.warehouse}/{worst.topic}/_errors/. "
                 f"Nothing was committed")
-        if self.inject.get("kill_before_manifest"):
-            os.kill(os.getpid(), signal.SIGKILL)  # tests: a driver dying between data and manifest commit
+        self.faults.before_manifest()
         manifests = []
         for topic in sorted(plan.topics):
-            doc = build_manifest(plan.topics[topic], [r for r in results if r["topic"] == topic], kind=kind,
+            doc = build_manifest(plan.topics[topic], [r for r in results if r.topic == topic], kind=kind,
                                  extra=extra)
             self.store.write_manifest(doc)
             manifests.append(doc)
@@ -333,10 +323,10 @@ class Loader:
         for topic in sorted(docs):
             manifest = self.store.manifest(topic, run_id)
             if manifest is not None:  # note the replay in the run's manifest
-                mine = [r for r in results if r["topic"] == topic]
+                mine = [r for r in results if r.topic == topic]
                 manifest.setdefault("reruns", []).append({"at_ms": now_ms(), **totals(
-                    [{"count": r["count"], "errors": r["errors"], "bytes": r["bytes"], "end": r["end"],
-                      "start": r["start"], "files": r["files"]} for r in mine])})
+                    [{"count": r.count, "errors": r.errors, "bytes": r.bytes, "end": r.end,
+                      "start": r.start, "files": r.files} for r in mine])})
                 self.store.write_manifest(manifest)
                 result.manifests.append(manifest)
         return result
@@ -425,13 +415,14 @@ def _pending_plan(loader: Loader, run_id: str) -> Plan:
     raise LoadError(f"run {run_id} is not pending (already committed, or never planned)")
 
 
-def load_run(config: str | LoaderConfig, run_id: str, overrides: Mapping[str, Any] | None = None, spark=None) -> list[dict]:
+def load_run(config: str | LoaderConfig, run_id: str, overrides: Mapping[str, Any] | None = None,
+             spark=None) -> list[TaskStats]:
     """Load a planned run's data; the task stats are saved next to the plan for ``commit_run``."""
     with _loader(config, overrides, spark=spark) as loader:
         plan = _pending_plan(loader, run_id)
         results = loader.load(plan)
         for topic in plan.topics:
-            loader.store.write_loaded(topic, run_id, [r for r in results if r["topic"] == topic])
+            loader.store.write_loaded(topic, run_id, [r for r in results if r.topic == topic])
         return results
 
 
@@ -444,7 +435,7 @@ def commit_run(config: str | LoaderConfig, run_id: str, overrides: Mapping[str, 
             loaded = loader.store.loaded(topic, run_id)
             if loaded is None:
                 raise LoadError(f"run {run_id} of {topic} has no load results: run load_run first")
-            results += loaded["results"]
+            results += loaded
         return loader.commit(plan, results)
 
 

@@ -53,11 +53,11 @@ def activity(members: int, views: int, searches: int, seed: int = 7):
     rng = random.Random(seed)
     now = int(time.time() * 1000)
     events = []
-    for i in range(views):
+    for _ in range(views):
         m = rng.randrange(1, members + 1)
         events.append(("page-views", m, {"member_id": m, "page": rng.choice(PAGES),
                                          "referrer": rng.choice([None, "/feed", "https://www.google.com/"])}))
-    for i in range(searches):
+    for _ in range(searches):
         m = rng.randrange(1, members + 1)
         events.append(("searches", m, {"member_id": m, "query": rng.choice(QUERIES), "results": rng.randrange(0, 500)}))
     rng.shuffle(events)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import pyarrow.parquet as pq
 
 from pipelines.fs import LocalFS, WarehouseFS
+from pipelines.task_stats import TaskStats
 from pipelines.writer import commit_record_path, parse_file_name
 
 OFFSETS = "_offsets"
@@ -106,8 +107,10 @@ class OffsetStore:
     def plan(self, topic: str, run_id: str) -> dict | None:
         return self._read(self._path(topic, run_id, "plan"))
 
-    def loaded(self, topic: str, run_id: str) -> dict | None:
-        return self._read(self._path(topic, run_id, "loaded"))
+    def loaded(self, topic: str, run_id: str) -> list[TaskStats] | None:
+        """The task stats ``write_loaded`` saved for a loaded but uncommitted run, or None."""
+        doc = self._read(self._path(topic, run_id, "loaded"))
+        return None if doc is None else [TaskStats.from_json(r) for r in doc["results"]]
 
     def pending(self, topic: str) -> list[str]:
         """Run ids planned but not committed (no manifest, or one that does not parse)."""
@@ -121,8 +124,9 @@ class OffsetStore:
     def write_plan(self, doc: dict) -> None:
         self._write(self._path(doc["topic"], doc["run_id"], "plan"), doc)
 
-    def write_loaded(self, topic: str, run_id: str, results: list[dict]) -> None:
-        self._write(self._path(topic, run_id, "loaded"), {"run_id": run_id, "topic": topic, "results": results})
+    def write_loaded(self, topic: str, run_id: str, results: list[TaskStats]) -> None:
+        self._write(self._path(topic, run_id, "loaded"),
+                    {"run_id": run_id, "topic": topic, "results": [r.to_json() for r in results]})
 
     def write_manifest(self, doc: dict) -> None:
         self._write(self._path(doc["topic"], doc["run_id"], "manifest"), doc)
@@ -279,9 +283,9 @@ def totals(partitions: list[dict]) -> dict:
     }
 
 
-def build_manifest(plan_doc: dict, results: list[dict], kind: str = "load", extra: dict | None = None) -> dict:
+def build_manifest(plan_doc: dict, results: list[TaskStats], kind: str = "load", extra: dict | None = None) -> dict:
     """The committed manifest of one topic's run: its plan plus each range's results."""
-    by_range = {(r["partition"], r["start"], r["end"]): r for r in results}
+    by_range = {(r.partition, r.start, r.end): r for r in results}
     partitions = []
     for pp in plan_doc["partitions"]:
         p = _partition_result(pp["partition"], pp["start"], pp["end"], pp.get("reason", ""))
@@ -296,10 +300,9 @@ def build_manifest(plan_doc: dict, results: list[dict], kind: str = "load", extr
                 if e > s:
                     raise KeyError(f"no result for {plan_doc['topic']}-{pp['partition']} [{s}, {e})")
                 continue
-            statuses.add(r.get("status", "loaded"))
-            _add_entry(p, {"rows": r["count"], "errors": r["errors"], "bytes": r["bytes"],
-                           "files": r["files"], "gaps": r.get("gaps", []), "min_ts": r.get("min_ts"),
-                           "max_ts": r.get("max_ts"), "seconds": r.get("seconds")})
+            statuses.add(r.status)
+            _add_entry(p, {"rows": r.count, "errors": r.errors, "bytes": r.bytes, "files": r.files, "gaps": r.gaps,
+                           "min_ts": r.min_ts, "max_ts": r.max_ts, "seconds": r.seconds})
         if "topic_deleted" in statuses:
             p["status"] = "topic_deleted"
             p["next"] = p["start"]
@@ -319,11 +322,11 @@ def build_manifest(plan_doc: dict, results: list[dict], kind: str = "load", extr
     return doc
 
 
-def result_from_scan(topic: str, partition: int, start: int, end: int, entry: dict) -> dict:
+def result_from_scan(topic: str, partition: int, start: int, end: int, entry: dict) -> TaskStats:
     """A task result reconstructed from a complete committed range."""
-    return {"topic": topic, "partition": partition, "start": start, "end": end, "count": entry["rows"],
-            "errors": entry["errors"], "bytes": entry["bytes"], "files": entry["files"], "min_ts": entry["min_ts"],
-            "max_ts": entry["max_ts"], "gaps": entry.get("gaps", []), "status": "loaded", "rebuilt": True}
+    return TaskStats(index=-1, topic=topic, partition=partition, start=start, end=end, count=entry["rows"],
+                     errors=entry["errors"], bytes=entry["bytes"], files=tuple(entry["files"]), min_ts=entry["min_ts"],
+                     max_ts=entry["max_ts"], gaps=tuple(tuple(g) for g in entry.get("gaps", [])), rebuilt=True)
 
 
 __all__ = ["OffsetStore", "build_manifest", "split_range", "new_run_id", "totals", "posixpath"]

@@ -11,8 +11,9 @@ from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, SimpleConsumer
 from broker.protocol.errors import KafkaError
 from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
+from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
-from pipelines.task import LoadError, OutOfRangeError, RangeTask
+from pipelines.task import RangeTask
 
 
 class Cluster:
@@ -127,7 +128,8 @@ class Plan:
         return sum(p["end"] - p["start"] for d in self.topics.values() for p in d["partitions"])
 
 
-def select_topics(config: LoaderConfig, cluster_topics: set[str], store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
+def select_topics(config: LoaderConfig, cluster_topics: set[str],
+                  store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
     """Topics of this run ({name: spec}) and the ones skipped ({name: reason})."""
     chosen: dict[str, TopicSpec] = {}
     skipped: dict[str, str] = {}

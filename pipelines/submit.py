@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pipelines.config import load_config
+    from pipelines.errors import LoadError
     from pipelines.job import make_spark
-    from pipelines.loader import Loader, LoadError
+    from pipelines.loader import Loader
 
     cfg = load_config(args.config).for_group(args.group, args.topics.split(",") if args.topics else None)
     if args.master:
@@ -47,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                     raise LoadError(f"run {args.run_id} is not pending (already committed, or never planned)")
                 results = loader.load(plan)
                 for topic in plan.topics:
-                    loader.store.write_loaded(topic, args.run_id, [r for r in results if r["topic"] == topic])
-                records, errors = sum(r["count"] for r in results), sum(r["errors"] for r in results)
+                    loader.store.write_loaded(topic, args.run_id, [r for r in results if r.topic == topic])
+                records, errors = sum(r.count for r in results), sum(r.errors for r in results)
     except LoadError as exc:
         print(f"submit: error: {exc}", file=sys.stderr)
         return 1

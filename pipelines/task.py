@@ -8,13 +8,12 @@ needs in two picklable values: the ``RangeTask`` (which range) and the ``TaskCon
 from __future__ import annotations
 
 import json
-import os
 import queue
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, replace
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import (
@@ -30,29 +29,10 @@ from broker.protocol.errors import (
     UnknownTopicOrPartitionError,
 )
 from pipelines.config import TopicSpec
+from pipelines.errors import LoadError, OutOfRangeError, TopicDeletedError
+from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.record_columns import RecordChunk, decode_chunk
-
-
-class LoadError(Exception):
-    """A load failure to report as one clear line (names topic, partition and offsets)."""
-
-
-class OutOfRangeError(LoadError):
-    def __init__(self, topic: str, partition: int, offset: int, earliest: int, latest: int, end: int | None = None) -> None:
-        self.topic, self.partition, self.offset, self.earliest, self.latest = topic, partition, offset, earliest, latest
-        wanted = f"offset {offset}" if end is None else f"offsets {offset}..{end}"
-        super().__init__(
-            f"{topic}-{partition}: {wanted} out of range: the partition holds {earliest}..{latest} "
-            f"(retention removed {earliest - offset} records not yet loaded); "
-            f"set out_of_range: earliest to skip the gap, or `logbus load reset --topic {topic} --to earliest`"
-            if offset < earliest else
-            f"{topic}-{partition}: {wanted} out of range: the partition holds {earliest}..{latest} "
-            f"(the saved offset is past the end: was the topic recreated?); "
-            f"`logbus load reset --topic {topic} --to earliest` starts it again")
-
-
-class TopicDeletedError(LoadError):
-    pass
+from pipelines.task_stats import EMPTY, TOPIC_DELETED, TaskStats
 
 
 @dataclass(frozen=True)
@@ -79,7 +59,7 @@ class TaskContext:
     leader_wait_ms: int = 15_000
     prefetch_chunks: int = 2          # fetched chunks a task's reader thread may hold ahead of decoding (0: none)
     progress_addr: tuple[str, int] | None = None
-    inject: dict = field(default_factory=dict)
+    faults: LoadFaults = NO_FAULTS    # tests only (pipelines.faults): what goes wrong, and where
 
 
 class _Progress:
@@ -157,10 +137,8 @@ class PartitionReader:
         offset = start
         max_bytes = self.ctx.fetch_max_bytes
         failures = 0
-        delay = float(self.ctx.inject.get("fetch_delay_ms", 0)) / 1000  # tests: slow the task down
         while offset < end:
-            if delay:
-                time.sleep(delay)
+            self.ctx.faults.before_fetch()
             try:
                 fetched = self.consumer_().fetch_raw(self.topic, self.partition, offset, max_bytes)
             except OffsetOutOfRangeError:
@@ -265,13 +243,10 @@ class _Prefetcher:
             self.thread.join()
 
 
-def new_stats(task: RangeTask) -> dict:
+def new_stats(task: RangeTask, attempt: int = 0) -> TaskStats:
     """A range's stats before it is loaded (what both writers fill in and the manifest reads)."""
-    return {
-        "index": task.index, "topic": task.topic, "partition": task.partition, "start": task.start, "end": task.end,
-        "count": 0, "errors": 0, "bytes": 0, "files": [], "min_ts": None, "max_ts": None, "gaps": [],
-        "status": "loaded", "fetch_s": 0.0, "decode_s": 0.0, "write_s": 0.0, "leader_changes": 0,
-    }
+    return TaskStats(index=task.index, topic=task.topic, partition=task.partition, start=task.start, end=task.end,
+                     attempt=attempt)
 
 
 class RangeScan:
@@ -322,23 +297,24 @@ class RangeScan:
         self.progress.send(self.task.end, self.count + self.errors, done=True)
         self.progress.close()
 
-    def stats(self) -> dict:
-        return {"count": self.count, "errors": self.errors, "min_ts": self.min_ts, "max_ts": self.max_ts,
-                "gaps": self.gaps, "fetch_s": round(self.fetch_s, 3), "decode_s": round(self.decode_s, 3),
-                "leader_changes": self.reader.leader_changes, "chunks_vectorised": self.decoder.chunks_vectorised,
-                "chunks_per_record": self.decoder.chunks_per_record}
+    def stats(self, before: TaskStats) -> TaskStats:
+        """``before`` with what the scan counted and timed."""
+        return replace(before, count=self.count, errors=self.errors, min_ts=self.min_ts, max_ts=self.max_ts,
+                       gaps=tuple((int(a), int(b)) for a, b in self.gaps), fetch_s=round(self.fetch_s, 3),
+                       decode_s=round(self.decode_s, 3), leader_changes=self.reader.leader_changes,
+                       chunks_vectorised=self.decoder.chunks_vectorised,
+                       chunks_per_record=self.decoder.chunks_per_record)
 
 
-def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
-    """Load one range; returns its stats (JSON-able). Raises on failure (Spark retries)."""
+def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
+    """Load one range; returns its stats. Raises on failure (Spark retries)."""
     from pipelines.fs import open_fs
     from pipelines.writer import RangeWriter
 
     t0 = time.monotonic()
-    stats = new_stats(task)
+    stats = new_stats(task, attempt)
     if task.end <= task.start:
-        stats["status"] = "empty"
-        return stats
+        return replace(stats, status=EMPTY)
     fs = open_fs(ctx.warehouse, user=ctx.webhdfs_user)
     scan = RangeScan(task, ctx)
     writer = RangeWriter(fs, task.topic, task.partition, task.start, task.end, scan.decoder.schema,
@@ -352,21 +328,17 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> dict:
                     writer.add(batch, times)
         except TopicDeletedError:
             writer.abort()
-            stats["status"] = "topic_deleted"
-            return stats
+            return replace(stats, status=TOPIC_DELETED)
         w0 = time.monotonic()
-        marker = ctx.inject.get("fail_after_write")
-        files = writer.commit(after_first_rename=(lambda: _inject_failure(marker, task)) if marker else None,
-                              gaps=scan.gaps)
-        stats["write_s"] = time.monotonic() - w0
+        files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps)
+        write_s = time.monotonic() - w0
     except BaseException:
         writer.abort()
         raise
     finally:
         scan.close()
-    stats.update(scan.stats(), files=files, bytes=sum(f["bytes"] for f in files),
-                 seconds=round(time.monotonic() - t0, 3))
-    return stats
+    return replace(scan.stats(stats), files=tuple(files), bytes=sum(f["bytes"] for f in files), write_s=write_s,
+                   seconds=round(time.monotonic() - t0, 3))
 
 
 def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:
@@ -375,22 +347,4 @@ def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:
     return (int(ts.min()), int(ts.max())) if len(ts) else None
 
 
-def _inject_failure(marker_dir: str, task: RangeTask) -> None:
-    """Test hook: fail the first attempt of every task after its first file is in place."""
-    os.makedirs(marker_dir, exist_ok=True)
-    marker = os.path.join(marker_dir, f"{task.topic}+{task.partition}+{task.start}+{task.end}")
-    try:
-        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return
-    os.close(fd)
-    raise RuntimeError(f"injected failure after the first file of {task.topic}-{task.partition} "
-                       f"[{task.start}, {task.end}) was committed")
-
-
-def stats_json(stats: dict) -> str:
-    return json.dumps(stats, sort_keys=True)
-
-
-__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader", "LoadError",
-           "OutOfRangeError", "TopicDeletedError", "asdict"]
+__all__ = ["RangeTask", "TaskContext", "run_range", "RangeScan", "new_stats", "PartitionReader"]

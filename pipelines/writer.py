@@ -9,6 +9,7 @@ sizes were, so the same rows give byte-identical files (same pyarrow version and
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -207,15 +208,11 @@ class RangeWriter:
 
     def abort(self) -> None:
         for writer in self._writers.values():
-            try:
+            with contextlib.suppress(Exception):
                 writer.close()
-            except Exception:
-                pass
         for path in self._paths.values():
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
         self._cleanup()
 
     def _cleanup(self) -> None:

@@ -9,16 +9,33 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from kazoo.client import KazooClient
 
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
 from broker.cluster.zk import ZkClient
+from tests.teardown import delete_znodes, stopping
 
 # CI machines are slow and shared: judge hypothesis tests by their properties, not their speed.
 settings.register_profile("logbus", deadline=None)
 settings.load_profile("logbus")
+
+
+# Fixtures that start a process or a service (directly or through the fixtures they use): a test
+# using any of them is an integration test. `make test-fast` (pytest -m "not integration") runs
+# the rest: unit and property tests, no ZooKeeper, broker, Spark, JVM or Airflow.
+INTEGRATION_FIXTURES = frozenset({
+    "zookeeper", "zk_chroot", "zk_client", "broker_factory", "broker", "group_broker", "cluster", "clusters",
+    "mirrors", "spark", "airflow_db", "pushgateway", "compose",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses a process-starting fixture as ``integration`` (modules that start
+    processes themselves say so with ``pytestmark = pytest.mark.integration``)."""
+    for item in items:
+        if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,15 +64,7 @@ def zk_chroot(zookeeper: EmbeddedZooKeeper) -> Iterator[str]:
     """A connect string with a chroot of its own, so tests never see each other's nodes."""
     chroot = f"/t-{uuid.uuid4().hex[:12]}"
     yield f"{zookeeper.connect_string}{chroot}"
-    cleaner = KazooClient(hosts=zookeeper.connect_string)
-    try:
-        cleaner.start(timeout=10)
-        cleaner.delete(chroot, recursive=True)
-    except Exception:
-        pass  # nothing was created, or the server is gone: nothing to clean
-    finally:
-        cleaner.stop()
-        cleaner.close()
+    delete_znodes(zookeeper.connect_string, [chroot])
 
 
 @pytest.fixture
@@ -77,7 +86,6 @@ def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
     """``broker_factory(overrides=None, broker_id=None, start=True)`` starts a broker process
     on a free port with its own log dirs, in the test's chroot; all are stopped at teardown.
     Brokers of one test form one cluster. ``overrides`` are passed as ``--override k=v``."""
-    started: list[BrokerProcess] = []
     ids = itertools.count(1)
     used: set[int] = set()
     seq = itertools.count(1)
@@ -96,20 +104,36 @@ def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
             # short sessions: a kill -9'd broker's registration expires quickly
             "zookeeper.session.timeout.ms": "6000",
         }
-        proc = BrokerProcess(props, home, {k: str(v) for k, v in (overrides or {}).items()})
-        started.append(proc)
+        proc = keep(BrokerProcess(props, home, {k: str(v) for k, v in (overrides or {}).items()}))
         if start:
             proc.start()
         return proc
 
-    try:
+    with stopping(BrokerProcess.stop) as keep:
         yield make
-    finally:
-        for proc in reversed(started):
-            proc.stop()
 
 
 @pytest.fixture
 def broker(broker_factory: BrokerFactory) -> BrokerProcess:
     """One running broker with default settings."""
     return broker_factory()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[object]:
+    """One SparkSession per module for the loader and DAG tests: local[2,4] (two cores, and a
+    failed task is retried up to 4 times); the inline load step uses the active session."""
+    import os
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pipelines.config import parse_config
+    from pipelines.job import make_spark
+
+    cfg = parse_config({"cluster": {"bootstrap.servers": "127.0.0.1:1"}, "warehouse": "file:///tmp",
+                        "topics": ["x"], "spark": {"master": "local[2,4]", "conf": {
+                            "spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}}})
+    session = make_spark(cfg)
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -1,5 +1,56 @@
 """The `logbus` subcommands, one module each; broker/cli.py holds the table."""
 
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from broker.config import ConfigError, load_properties, parse_overrides
+
 
 class CommandError(Exception):
     """A failure to report as one line, without a traceback."""
+
+
+def client_config(config_file: str | None, overrides: Sequence[str], bootstrap: str | None,
+                  missing: str) -> dict[str, Any]:
+    """A client tool's config: the ``.properties`` file, then ``key=value`` overrides, then
+    ``--bootstrap-server``; ``missing`` is the error when nothing says how to reach the cluster."""
+    config: dict[str, Any] = {}
+    try:
+        if config_file:
+            config.update(load_properties(config_file))
+        config.update(parse_overrides(overrides))
+    except (ConfigError, OSError) as exc:
+        raise CommandError(str(exc)) from exc
+    if bootstrap:
+        config["bootstrap.servers"] = bootstrap
+    if not (config.get("bootstrap.servers") or config.get("metadata.broker.list") or config.get("zookeeper.connect")):
+        raise CommandError(missing)
+    return config
+
+
+def run_command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
+    """Run a parsed subcommand the way every entry point does: a CommandError is one line on
+    stderr and exit 1, Ctrl-C exits 130, a closed pipe (``... | head``) exits 0."""
+    try:
+        return run(args)
+    except CommandError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def command_main(prog: str, description: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                 run: Callable[[argparse.Namespace], int], argv: Sequence[str] | None = None) -> int:
+    """``python -m <package>`` for a subcommand that is also its own program (mirror, the loader)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    return run_command(run, parser.parse_args(argv), prog)

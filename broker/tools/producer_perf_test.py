@@ -21,9 +21,9 @@ from typing import Any
 from broker.client.connection import BrokerConnectionError
 from broker.client.metadata import KafkaTimeoutError
 from broker.client.producer import Producer
-from broker.config import ConfigError, load_properties, parse_overrides
+from broker.config import ConfigError
 from broker.protocol.errors import KafkaError
-from broker.tools import CommandError
+from broker.tools import CommandError, client_config
 
 REPORTING_INTERVAL = 5.0
 
@@ -131,18 +131,10 @@ class Throttler:
             time.sleep(ahead)
 
 
-def build_config(args: argparse.Namespace) -> dict[str, str]:
-    config: dict[str, str] = {}
-    try:
-        if args.producer_config:
-            config.update(load_properties(args.producer_config))
-        config.update(parse_overrides(args.producer_props))
-    except (ConfigError, OSError) as exc:
-        raise CommandError(str(exc)) from exc
-    if args.bootstrap_server:
-        config["bootstrap.servers"] = args.bootstrap_server
-    if not (config.get("bootstrap.servers") or config.get("metadata.broker.list") or config.get("zookeeper.connect")):
-        raise CommandError("give bootstrap.servers in --producer-props or --producer.config (or --bootstrap-server)")
+def build_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The producer config from the file, --producer-props and --bootstrap-server (in that order)."""
+    config = client_config(args.producer_config, args.producer_props, args.bootstrap_server,
+                           "give bootstrap.servers in --producer-props or --producer.config (or --bootstrap-server)")
     config.setdefault("client.id", "perf-producer-client")
     return config
 

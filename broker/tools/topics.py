@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from broker.client.admin import AdminClient, TopicDescription
 from broker.client.connection import BrokerConnectionError
@@ -48,14 +49,8 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> int:
         configs = parse_overrides(args.config)
     except ConfigError as exc:
         raise CommandError(str(exc)) from exc
-    try:
-        admin.create_topic(args.topic, args.partitions, args.replication_factor, configs)
-    except KafkaError as exc:
-        if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS and args.if_not_exists:
-            return 0
-        raise
-    print(f"Created topic {args.topic}.")
-    return 0
+    return _unless_already(lambda: admin.create_topic(args.topic, args.partitions, args.replication_factor, configs),
+                           ErrorCode.TOPIC_ALREADY_EXISTS, args.if_not_exists, f"Created topic {args.topic}.")
 
 
 def _list(admin: AdminClient, args: argparse.Namespace) -> int:
@@ -99,13 +94,20 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
+    return _unless_already(lambda: admin.delete_topic(args.topic), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                           args.if_exists, f"Deleted topic {args.topic}.")
+
+
+def _unless_already(action: Callable[[], object], code: ErrorCode, tolerated: bool, done: str) -> int:
+    """Run ``action`` and print ``done``; with ``tolerated`` (--if-exists, --if-not-exists) an error
+    ``code`` saying it was already so is quiet success."""
     try:
-        admin.delete_topic(args.topic)
+        action()
     except KafkaError as exc:
-        if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and args.if_exists:
+        if exc.code == code and tolerated:
             return 0
         raise
-    print(f"Deleted topic {args.topic}.")
+    print(done)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Validation of warehouse loads with Great Expectations 1.x (DESIGN.md section 7).
+"""Validation of warehouse loads with Great Expectations 1.x: a load's offsets
+move only after its suite passes.
 
 One suite per topic, built from the topic's declared schema and the run's manifest (the
 plan's ranges plus the load's counts, i.e. what ``commit`` would write):

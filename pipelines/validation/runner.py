@@ -21,22 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.config import LoaderConfig, TopicSpec
+from pipelines.errors import ValidationFailed
 from pipelines.validation.suite import ARROW_TYPES, build_suite, declared_columns, expectation_specs
 
 VALIDATION = "_validation"
 log = logging.getLogger("logbus.validation")
-
-
-class ValidationFailed(Exception):
-    """A load that did not validate; the message names every failed check."""
-
-    def __init__(self, run: RunValidation) -> None:
-        self.run = run
-        lines = [f"validation of run {run.run_id} failed: {len(run.failures)} check(s) did not pass"]
-        for topic, check in run.failures:
-            lines.append(f"  {topic}: {check['expectation']}: {check['check']}"
-                         + (f" (observed {check['observed']})" if check.get("observed") is not None else ""))
-        super().__init__("\n".join(lines))
 
 
 @dataclass
@@ -297,7 +286,7 @@ def run_manifests(config: LoaderConfig, run_id: str, store=None) -> dict[str, di
             loaded = store.loaded(topic, run_id)
             if loaded is None:
                 raise ValueError(f"run {run_id} of {topic} has no load results: load it before validating")
-            manifest = build_manifest(plan, loaded["results"])
+            manifest = build_manifest(plan, loaded)
         out[topic] = manifest
     return out
 

@@ -58,7 +58,7 @@ def expectation_specs(topic: str, spec: TopicSpec, manifest: dict) -> list[dict]
         return {"where": list(conds)}  # column == value, all of them; made a GE Condition in build_suite
 
     partitions = sorted(manifest.get("partitions", []), key=lambda p: int(p["partition"]))
-    for col, ftype, _ in declared_columns(spec):
+    for col, _, _ in declared_columns(spec):
         add("expect_column_to_exist", f"column {col} is present", column=col)
     add("expect_compound_columns_to_be_unique", "(topic, partition, offset) is unique",
         column_list=["topic", "partition", "offset"])

@@ -26,9 +26,11 @@ from tests.coordinator.conftest import (
     Member,
     confluent_member,
     create_topic,
+    group_topic,
     kafka_python_member,
     produce,
     settled,
+    three_brokers,
     unique,
     wait_until,
 )
@@ -114,9 +116,7 @@ def test_bad_config_names_the_key():
 
 def test_two_members_split_partitions_and_one_takes_over(group_broker):
     bootstrap = group_broker.bootstrap
-    topic = create_topic(bootstrap, 4)
-    group = unique("split")
-    produce(bootstrap, topic, 4, 20)
+    topic, group = group_topic(bootstrap, 4, 20, "split")
     events: list[tuple[str, frozenset]] = []
     a = member(bootstrap, topic, group, on_assign=lambda ps: events.append(("assign", frozenset(ps))),
                on_revoke=lambda ps: events.append(("revoke", frozenset(ps))))
@@ -143,9 +143,7 @@ def test_two_members_split_partitions_and_one_takes_over(group_broker):
 def test_shares_a_group_with_other_clients(group_broker, leader, other):
     """Whichever client leads the group, the other reads its assignment: the bytes are Kafka's."""
     bootstrap = group_broker.bootstrap
-    topic = create_topic(bootstrap, 4)
-    group = unique("mixed")
-    produce(bootstrap, topic, 4, 10)
+    topic, group = group_topic(bootstrap, 4, 10, "mixed")
     start = {"logbus": lambda: member(bootstrap, topic, group),
              "librdkafka": lambda: confluent_member(bootstrap, topic, group, **{"session.timeout.ms": 3000}),
              "kafka-python": lambda: kafka_python_member(bootstrap, topic, group)}
@@ -166,9 +164,7 @@ def test_shares_a_group_with_other_clients(group_broker, leader, other):
 
 def test_committed_offsets_show_in_the_tool_and_survive_a_restart(group_broker):
     bootstrap = group_broker.bootstrap
-    topic = create_topic(bootstrap, 3)
-    group = unique("resume")
-    produce(bootstrap, topic, 3, 10)
+    topic, group = group_topic(bootstrap, 3, 10, "resume")
     seen: list[bytes] = []
     with consumer(bootstrap, group) as c:
         c.subscribe([topic])
@@ -247,11 +243,8 @@ def create(bootstrap: str, name: str, partitions: int = 1, rf: int = 1) -> None:
 
 
 def test_coordinator_broker_dies(broker_factory, zk_client):
-    brokers = [broker_factory(overrides=BROKER, broker_id=i) for i in (1, 2, 3)]
-    bootstrap = ",".join(b.bootstrap for b in brokers)
-    topic = create_topic(bootstrap, 6, rf=3)
-    group = unique("failover")
-    produce(bootstrap, topic, 6, 10)
+    brokers, bootstrap = three_brokers(broker_factory, BROKER)
+    topic, group = group_topic(bootstrap, 6, 10, "failover", rf=3)
     m = member(bootstrap, topic, group, retry_commits=True)
     try:
         wait_until(lambda: len(m.records) >= 60, 30, what="first records")
@@ -279,9 +272,7 @@ def logbus(*args: str) -> subprocess.CompletedProcess:
 
 def test_console_consumer_with_group_prints_and_commits(group_broker):
     bootstrap = group_broker.bootstrap
-    topic = create_topic(bootstrap, 2)
-    group = unique("console")
-    produce(bootstrap, topic, 2, 10)
+    topic, group = group_topic(bootstrap, 2, 10, "console")
     props = ["--consumer-property", "session.timeout.ms=3000", "--consumer-property", "heartbeat.interval.ms=200"]
     out = logbus("console-consumer", "--bootstrap-server", bootstrap, "--topic", topic, "--group", group,
                  "--from-beginning", "--max-messages", "15", "--property", "print.partition=true", *props)

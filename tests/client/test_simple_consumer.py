@@ -8,7 +8,6 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
 from broker.client.connection import BrokerConnectionError
@@ -22,21 +21,13 @@ from broker.client.simple_consumer import (
 from broker.cluster.net import free_port
 from broker.protocol.errors import CorruptRecordError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from broker.protocol.records import Record, encode_batch
+from tests.producing import produce
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 def _topic(prefix: str = "sc") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def produce(bootstrap: str, topic: str, records: list[dict], **config) -> None:
-    errors: list = []
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
-    for record in records:
-        producer.produce(topic, on_delivery=lambda err, msg: err and errors.append(err), **record)
-    assert producer.flush(30) == 0
-    assert errors == []
 
 
 def _consumer(broker) -> SimpleConsumer:

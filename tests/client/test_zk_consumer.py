@@ -11,7 +11,6 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
 from broker.client.rebalance import Whitelist
@@ -20,6 +19,7 @@ from broker.client.zk_consumer import ConsumerTimeoutException, ZookeeperConsume
 from broker.cluster.net import free_port
 from broker.cluster.zk import ZkConnectionError
 from broker.protocol.errors import UnknownTopicOrPartitionError
+from tests.producing import produce
 
 FAST = {
     "zookeeper.session.timeout.ms": "6000",
@@ -41,15 +41,6 @@ def connector(zk_chroot: str, group: str, **extra) -> ZookeeperConsumerConnector
 def create_topic(broker, topic: str, partitions: int) -> None:
     with AdminClient(broker.bootstrap) as admin:
         admin.create_topic(topic, partitions=partitions)
-
-
-def produce(bootstrap: str, topic: str, records: list[dict], **config) -> None:
-    errors: list = []
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
-    for record in records:
-        producer.produce(topic, on_delivery=lambda err, msg: err and errors.append(err), **record)
-    assert producer.flush(30) == 0
-    assert errors == []
 
 
 class Collector:

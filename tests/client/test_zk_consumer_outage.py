@@ -6,11 +6,15 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
+
 from broker.client.zk_consumer import ZookeeperConsumerConnector
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
 from tests.client.test_zk_consumer import Collector, create_topic, owners, produce
+
+pytestmark = pytest.mark.integration  # starts its own ZooKeeper and broker
 
 
 def test_zookeeper_outage_during_consumption(tmp_path):

@@ -24,6 +24,8 @@ from broker.cluster.local_cluster import (
 )
 from broker.cluster.net import port_open
 
+pytestmark = pytest.mark.integration  # starts ZooKeeper and brokers itself
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -56,6 +56,18 @@ def by_id(brokers: list, broker_id: int):
     return next(b for b in brokers if b.broker_id == broker_id)
 
 
+def isolate_leader(brokers: list, zk: ZkClient, topic: str):
+    """Kill every follower of ``topic``-0 and wait until the ISR is the leader alone; returns
+    (the leader, the killed followers)."""
+    leader_id = state(zk, topic).leader
+    leader = by_id(brokers, leader_id)
+    followers = [b for b in brokers if b is not leader]
+    for b in followers:
+        b.kill()
+    wait_until(lambda: state(zk, topic).isr == [leader_id], 20, what="isr down to the leader")
+    return leader, followers
+
+
 def consume_all(bootstrap_servers: str, topic: str, partition: int = 0, timeout: float = 60) -> list[tuple[int, bytes]]:
     """Every record of one partition below the high watermark, as (offset, value)."""
     consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "unused", "enable.auto.commit": False})

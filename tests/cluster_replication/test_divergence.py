@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
-from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, state, wait_until
+from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, isolate_leader, state, wait_until
 
 
 def _produce(bootstrap_servers: str, topic: str, values: list[bytes], acks: str) -> None:
@@ -22,12 +22,7 @@ def test_returning_leader_truncates_its_unreplicated_tail(cluster, zk):
     topic = create_topic(brokers, rf=3, config={"unclean.leader.election.enable": "true"})
     committed = [f"committed-{i}".encode() for i in range(100)]
     _produce(bootstrap(brokers), topic, committed, "all")
-    s = state(zk, topic)
-    old_leader = by_id(brokers, s.leader)
-    followers = [b for b in brokers if b is not old_leader]
-    for b in followers:
-        b.kill()
-    wait_until(lambda: state(zk, topic).isr == [s.leader], 20, what="isr down to the leader")
+    old_leader, followers = isolate_leader(brokers, zk, topic)
     # the tail exists on the old leader only
     _produce(old_leader.bootstrap, topic, [f"tail-{i}".encode() for i in range(50)], "1")
     old_leader.kill()

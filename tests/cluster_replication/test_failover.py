@@ -27,9 +27,10 @@ def test_replicates_and_moves_hw(cluster, zk):
     records = consume_all(bootstrap(brokers), topic, 0)
     assert [v for _, v in records] == [f"v{i}".encode() for i in range(0, 500, 2)]
     # every replica holds the same log
+    first = brokers[0].log_dir / "data" / f"{topic}-0" / "00000000000000000000.log"
     for b in brokers:
         seg = b.log_dir / "data" / f"{topic}-0" / "00000000000000000000.log"
-        wait_until(lambda: seg.stat().st_size == (brokers[0].log_dir / "data" / f"{topic}-0" / "00000000000000000000.log").stat().st_size, 10, what="replicas equal")
+        wait_until(lambda seg=seg: seg.stat().st_size == first.stat().st_size, 10, what="replicas equal")
 
 
 def test_leader_kill_loses_no_acknowledged_record(cluster, zk):

@@ -12,7 +12,7 @@ from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import encode_batch
-from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, state, wait_until
+from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, isolate_leader, state, wait_until
 
 
 def _produce_one(bootstrap_servers: str, topic: str, acks: str, value: bytes) -> KafkaError | None:
@@ -46,12 +46,7 @@ def test_lagging_follower_leaves_the_isr_and_rejoins(cluster, zk):
 def test_two_of_three_down_refuses_acks_all_then_heals(cluster, zk):
     brokers = cluster(3)
     topic = create_topic(brokers, rf=3, config={"min.insync.replicas": "2"})
-    s = state(zk, topic)
-    leader = by_id(brokers, s.leader)
-    others = [b for b in brokers if b is not leader]
-    for b in others:
-        b.kill()
-    wait_until(lambda: state(zk, topic).isr == [s.leader], 20, what="isr down to the leader")
+    leader, others = isolate_leader(brokers, zk, topic)
     err = _produce_one(leader.bootstrap, topic, "all", b"refused")
     assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS, err
     assert _produce_one(leader.bootstrap, topic, "1", b"accepted") is None

@@ -37,6 +37,19 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int, sta
     assert producer.flush(30) == 0
 
 
+def group_topic(bootstrap: str, partitions: int, per_partition: int, group_prefix: str, rf: int = 1) -> tuple[str, str]:
+    """A new topic of ``partitions`` holding ``per_partition`` records each ("p:i"), and a new group name."""
+    topic = create_topic(bootstrap, partitions, rf)
+    produce(bootstrap, topic, partitions, per_partition)
+    return topic, unique(group_prefix)
+
+
+def three_brokers(broker_factory, overrides: dict) -> tuple[list, str]:
+    """Brokers 1, 2 and 3 of one cluster, and their bootstrap string."""
+    brokers = [broker_factory(overrides=overrides, broker_id=i) for i in (1, 2, 3)]
+    return brokers, ",".join(b.bootstrap for b in brokers)
+
+
 @pytest.fixture
 def group_broker(broker_factory):
     return broker_factory(overrides=GROUP_BROKER)

@@ -122,7 +122,7 @@ def main() -> None:
                 trials = [settle_times(broker.bootstrap, hb) for _ in range(3)]
                 print(f"3-member group (confluent-kafka), heartbeat.interval.ms={hb}: settled after a join in "
                       + ", ".join(f"{j:.2f}" for j, _ in trials) + "s; after a leave in "
-                      + ", ".join(f"{l:.2f}" for _, l in trials) + "s")
+                      + ", ".join(f"{leave:.2f}" for _, leave in trials) + "s")
             print(f"ZooKeeper alone: {zk_rate(zk.connect_string, args.seconds / 2, False):,.0f} sync sets/s, "
                   f"{zk_rate(zk.connect_string, args.seconds / 2, True):,.0f} pipelined sets/s")
             topic = create_topic(broker.bootstrap, 10)

@@ -14,8 +14,10 @@ from tests.coordinator.conftest import (
     SESSION_MS,
     confluent_member,
     create_topic,
+    group_topic,
     produce,
     settled,
+    three_brokers,
     unique,
     wait_until,
 )
@@ -24,13 +26,13 @@ MEMBER_SCRIPT = textwrap.dedent(
     """
     import sys
     from confluent_kafka import Consumer
-    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[3], "session.timeout.ms": %d,
+    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[3], "session.timeout.ms": int(sys.argv[4]),
                   "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"})
     c.subscribe([sys.argv[2]])
     while True:
         c.poll(0.2)
         print(",".join(str(tp.partition) for tp in c.assignment()), flush=True)
-    """ % SESSION_MS
+    """
 )
 
 
@@ -43,7 +45,7 @@ def test_killed_member_is_evicted_after_its_session_timeout(group_broker):
     topic = create_topic(bootstrap, 6)
     group = unique("kill")
     members = [confluent_member(bootstrap, topic, group) for _ in range(2)]
-    proc = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, bootstrap, topic, group], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, bootstrap, topic, group, str(SESSION_MS)], stdout=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: len([p for m in members for p in m.assigned]) in (3, 4) and proc.stdout.readline().strip(), 40,
                    what="3 members")
@@ -63,9 +65,7 @@ def test_killed_member_is_evicted_after_its_session_timeout(group_broker):
 
 def test_commits_survive_a_broker_restart(group_broker):
     bootstrap = group_broker.bootstrap
-    topic = create_topic(bootstrap, 3)
-    group = unique("restart")
-    produce(bootstrap, topic, 3, 10)
+    topic, group = group_topic(bootstrap, 3, 10, "restart")
     m = confluent_member(bootstrap, topic, group)
     wait_until(lambda: len(m.records) >= 30, 40, what="first records")
     time.sleep(1)  # auto commit
@@ -83,11 +83,8 @@ def test_commits_survive_a_broker_restart(group_broker):
 
 
 def test_coordinator_broker_killed(broker_factory, zk_client):
-    brokers = [broker_factory(overrides=GROUP_BROKER, broker_id=i) for i in (1, 2, 3)]
-    bootstrap = ",".join(b.bootstrap for b in brokers)
-    topic = create_topic(bootstrap, 6, rf=3)
-    group = unique("failover")
-    produce(bootstrap, topic, 6, 10)
+    brokers, bootstrap = three_brokers(broker_factory, GROUP_BROKER)
+    topic, group = group_topic(bootstrap, 6, 10, "failover", rf=3)
     members = [confluent_member(bootstrap, topic, group) for _ in range(2)]
     try:
         wait_until(lambda: settled(members, 6) and len(_values(members)) >= 60, 40, what="first records")
@@ -101,7 +98,9 @@ def test_coordinator_broker_killed(broker_factory, zk_client):
         survivors = [b for b in brokers if b is not victim]
         wait_until(lambda: zk_client.client.exists(f"/brokers/ids/{coordinator}") is None, 30, what="the session to expire")
         produce(",".join(b.bootstrap for b in survivors), topic, 6, 10, start=10)
-        after = lambda: {(p, v) for m, n in zip(members, seen) for p, _, v in m.records[n:]}
+        def after() -> set:
+            return {(p, v) for m, n in zip(members, seen) for p, _, v in m.records[n:]}
+
         wait_until(lambda: len(after()) >= 60, 60, what="records after the failover")
         # committed offsets were kept: nothing before offset 10 was read again
         assert {int(v.split(b":")[1]) for _, v in after()} == set(range(10, 20))

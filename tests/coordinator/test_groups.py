@@ -3,6 +3,8 @@ overlap and nothing left out, rebalances on join/leave/death, commits that survi
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.coordinator.conftest import MEMBER_KINDS, create_topic, produce, settled, unique, wait_until
@@ -35,7 +37,7 @@ def test_group_splits_rebalances_and_resumes(group_broker, kind):
     late = make(bootstrap, topic, group)
     try:
         wait_until(lambda: len(late.records) >= PARTITIONS * 5, 30, what="new records")
-        import time; time.sleep(1)
+        time.sleep(1)
     finally:
         late.leave()
     assert sorted(int(v.split(b":")[1]) for _, _, v in late.records) == sorted(list(range(10, 15)) * PARTITIONS)

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
 
 from broker.client.admin import AdminClient
 from broker.client.producer import Producer
@@ -24,6 +23,7 @@ from broker.client.simple_consumer import SimpleConsumer
 from broker.cluster.local import BrokerProcess, write_properties
 from broker.cluster.net import free_port
 from mirror.origin import origins
+from tests.teardown import delete_znodes, stopping
 from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,33 +113,20 @@ class Cluster:
 @pytest.fixture
 def clusters(zookeeper, tmp_path) -> Iterator[Callable[..., Cluster]]:
     """``clusters(name, n=1, **overrides)``: an independent started cluster; all stopped at teardown."""
-    made: list[Cluster] = []
     chroots: list[str] = []
 
     def make(name: str, n: int = 1, start: bool = True, **overrides: str) -> Cluster:
         chroot = f"/mm-{name}-{uuid.uuid4().hex[:8]}"
         chroots.append(chroot)
-        c = Cluster(name, f"{zookeeper.connect_string}{chroot}", tmp_path / name, n,
-                    {k.replace("_", "."): v for k, v in overrides.items()})
-        made.append(c)
+        c = keep(Cluster(name, f"{zookeeper.connect_string}{chroot}", tmp_path / name, n,
+                         {k.replace("_", "."): v for k, v in overrides.items()}))
         return c.start() if start else c
 
     try:
-        yield make
+        with stopping(Cluster.stop) as keep:
+            yield make
     finally:
-        for c in made:
-            c.stop()
-        cleaner = KazooClient(hosts=zookeeper.connect_string)
-        try:
-            cleaner.start(timeout=10)
-            for chroot in chroots:
-                try:
-                    cleaner.delete(chroot, recursive=True)
-                except Exception:
-                    pass
-        finally:
-            cleaner.stop()
-            cleaner.close()
+        delete_znodes(zookeeper.connect_string, chroots)
 
 
 class MirrorProcess:
@@ -202,19 +189,13 @@ class MirrorProcess:
 
 @pytest.fixture
 def mirrors(tmp_path) -> Iterator[Callable[..., MirrorProcess]]:
-    made: list[MirrorProcess] = []
-
     def make(sources: list[dict], target: dict, *args: str, prefixes: list[str] | None = None,
              start: bool = True) -> MirrorProcess:
-        m = MirrorProcess(tmp_path / "mirror", sources, target, *args, prefixes=prefixes)
-        made.append(m)
+        m = keep(MirrorProcess(tmp_path / "mirror", sources, target, *args, prefixes=prefixes))
         return m.start() if start else m
 
-    try:
+    with stopping(MirrorProcess.kill) as keep:
         yield make
-    finally:
-        for m in made:
-            m.kill()
 
 
 class KeyedLoad(threading.Thread):

@@ -34,7 +34,7 @@ def _committed(cluster, topic: str, partition: int, group: str = "mirror") -> in
 
 def _check_complete(aggregate, target_topic: str, loads: list[KeyedLoad], ids: dict[str, str], timeout: float = 90):
     """Wait until every acknowledged source record is in the aggregate; return (records, grouped)."""
-    want = {(ids[l.cluster.name], l.topic, p, o) for l in loads for (p, o) in l.acked}
+    want = {(ids[load.cluster.name], load.topic, p, o) for load in loads for (p, o) in load.acked}
 
     def complete():
         try:
@@ -55,7 +55,7 @@ def _check_complete(aggregate, target_topic: str, loads: list[KeyedLoad], ids: d
 def _check_order_and_values(recs: list, grouped: dict, loads: list[KeyedLoad], ids: dict[str, str]) -> int:
     """Values match their origin; per (origin cluster, key) first occurrences keep source order.
     Returns the number of duplicate copies."""
-    values = {(ids[l.cluster.name], l.topic, p, o): v for l in loads for (p, o), v in l.acked.items()}
+    values = {(ids[load.cluster.name], load.topic, p, o): v for load in loads for (p, o), v in load.acked.items()}
     for origin, copies in grouped.items():
         if origin in values:
             assert all(c.value == values[origin] for c in copies), origin
@@ -82,8 +82,8 @@ def test_two_datacenters_sigkill_mid_stream(clusters, mirrors, capsys):
         c.create_topic(topic, 3, configs={"retention.ms": "86400000"})
     ids = {c.name: cluster_id(c) for c in (dc1, dc2)}
     loads = [KeyedLoad(dc1, topic, rate=1500), KeyedLoad(dc2, topic, rate=1500)]
-    for l in loads:
-        l.start()
+    for load in loads:
+        load.start()
     args = ("--whitelist", r"events\..*", "--num.streams", "2", "--offset.commit.interval.ms", COMMIT_MS,
             "--stats.interval.ms", "1000")
     sources = [dc1.consumer_props(), dc2.consumer_props()]
@@ -100,13 +100,13 @@ def test_two_datacenters_sigkill_mid_stream(clusters, mirrors, capsys):
     time.sleep(1.0)
     m2 = mirrors(sources, target, *args)
     time.sleep(3.0)
-    for l in loads:
-        l.stop()
-        assert not l.errors
+    for load in loads:
+        load.stop()
+        assert not load.errors
     recs, grouped = _check_complete(agg, topic, loads, ids)
     assert m2.stop() == 0, m2.output()[-3000:]
     dups = _check_order_and_values(recs, grouped, loads, ids)
-    sent = sum(len(l.acked) for l in loads)
+    sent = sum(len(load.acked) for load in loads)
     # target topic made like the source: same partition count, configs copied, partitions kept
     assert len({m.partition for m in recs}) == 3
     for m in recs:
@@ -159,7 +159,7 @@ def test_two_way_mirroring_does_not_loop(clusters, mirrors):
     assert len(ra) == 400 and len(rb) == 400, (len(ra), len(rb))
     from mirror.origin import origins
 
-    for recs, home, other in ((ra, ida, idb), (rb, idb, ida)):
+    for recs, _home, other in ((ra, ida, idb), (rb, idb, ida)):
         copies = [m for m in recs if origins(m.headers)]
         assert len(copies) == 200
         assert all([o.cluster_id for o in origins(m.headers)] == [other] for m in copies)

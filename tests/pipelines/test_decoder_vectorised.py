@@ -163,7 +163,8 @@ def test_fetch_chunking_does_not_show_in_the_bytes(tmp_path):
 
 @pytest.mark.parametrize("depth", [0, 1, 2])
 def test_prefetcher_keeps_order_and_raises_the_readers_error_in_place(depth):
-    from pipelines.task import LoadError, _Prefetcher
+    from pipelines.errors import LoadError
+    from pipelines.task import _Prefetcher
 
     def chunks():
         yield [1]

@@ -13,10 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.config import ConfigError, parse_config
+from pipelines.errors import LoadError
+from pipelines.faults import LoadFaults
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
-from pipelines.task import LoadError
 from tests.pipelines.helpers import create_topics, data_files, json_topic, loader_config, new_topic, produce, read_rows
 
 BASE_MS = 1_767_225_600_000  # an hour boundary
@@ -87,7 +88,7 @@ def test_same_rows_files_and_schema_as_the_python_writer_and_offsets_rebuilt(bro
     assert partitions(tmp_path / "hw") == partitions(tmp_path / "py")
     assert hw.records == py.records == 300
     assert hw.bytes == sum(f.stat().st_size for f in data_files(tmp_path / "hw", topic))
-    assert all(r["attempt"] == 0 for r in hw.results)
+    assert all(r.attempt == 0 for r in hw.results)
     df = spark.read.parquet(str(tmp_path / "hw" / topic))
     assert df.count() == 300 and {"dt", "hour"} <= set(df.columns)
 
@@ -96,7 +97,7 @@ def test_same_rows_files_and_schema_as_the_python_writer_and_offsets_rebuilt(bro
     expected |= _produce_spread(broker.bootstrap, topic, 2, 10, start=150)
     with Loader(parse_config(raw_hw), spark=spark) as loader:
         [again] = loader.run()
-    assert again.records == 20 and all(r["start"] == 150 for r in again.results)
+    assert again.records == 20 and all(r.start == 150 for r in again.results)
     assert set(_by_key(read_rows(tmp_path / "hw", topic))) == expected
     store = OffsetStore(LocalFS(f"file://{tmp_path / 'hw'}"))
     rebuilt = store.manifests(topic)[0]
@@ -112,14 +113,14 @@ def test_task_failure_after_partial_output_is_retried_without_duplicates(broker,
     raw = loader_config(broker.bootstrap, warehouse, [json_topic(topic)], parquet={"row_group_size": 25})
     cfg = parse_config(_spark_writer(raw))
     markers = tmp_path / "markers"
-    with Loader(cfg, spark=spark, inject={"fail_after_write": str(markers)}) as loader:
+    with Loader(cfg, spark=spark, faults=LoadFaults(fail_after_write=str(markers))) as loader:
         [result] = loader.run()
     assert len(list(markers.iterdir())) == 2, "each task failed once, after handing Spark all its rows"
-    assert all(r["attempt"] == 1 for r in result.results), "Spark ran every task a second time"
+    assert all(r.attempt == 1 for r in result.results), "Spark ran every task a second time"
     assert set(_by_key(read_rows(warehouse, topic))) == expected
     [m] = OffsetStore(LocalFS(f"file://{warehouse}")).manifests(topic)
     assert [(p["count"], p["errors"], len(p["files"])) for p in m["partitions"]] == [(150, 0, 3), (150, 0, 3)]
-    assert sum(f["rows"] for r in result.results for f in r["files"]) == 300
+    assert sum(f["rows"] for r in result.results for f in r.files) == 300
     assert {f.name for f in data_files(warehouse, topic)} == {f"{topic}+0+0+150.parquet", f"{topic}+1+0+150.parquet"}
     for f in data_files(warehouse, topic):  # parquet.row_group_size holds for Spark's writer too
         meta = pq.read_metadata(f)
@@ -167,7 +168,7 @@ def test_undecodable_values_go_to_errors_and_the_pending_run_is_finished_from_th
     assert "not JSON" in errs[0]["error"] and "member_id" in errs[1]["error"]
     with Loader(parse_config({**raw, "max_error_ratio": 0.2}), spark=spark) as loader:
         [pending_done, result] = loader.run()
-    assert all(r.get("rebuilt") for r in pending_done.results), "the range was complete: taken from its files"
+    assert all(r.rebuilt for r in pending_done.results), "the range was complete: taken from its files"
     assert pending_done.records == 18 and pending_done.errors == 2 and result.records == 0
     assert sorted(r["offset"] for r in read_rows(warehouse, topic)) == list(range(9)) + list(range(11, 20))
     from pipelines.validation import validate_run

@@ -90,7 +90,7 @@ def test_end_to_end_and_incremental(broker, spark, tmp_path: Path):
         assert not pending and all(p["start"] == 300 and p["end"] == 350 for p in nxt.rows())
         [second] = loader.run()
         assert second.records == 3 * 4 * 50
-        assert all(r["start"] >= 300 for r in second.results)
+        assert all(r.start >= 300 for r in second.results)
         [third] = loader.run()  # nothing new: an empty run commits empty ranges
         assert third.records == 0 and not third.plan.tasks()
         history = loader.history()

@@ -20,10 +20,11 @@ from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
 from pipelines.config import parse_config
+from pipelines.errors import LoadError, OutOfRangeError
+from pipelines.faults import LoadFaults
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
-from pipelines.task import LoadError, OutOfRangeError
 from tests.pipelines.helpers import (
     create_topics,
     data_files,
@@ -67,10 +68,10 @@ def test_task_failure_after_partial_output_is_retried_without_duplicates(broker,
     warehouse = tmp_path / "wh"
     cfg = parse_config(loader_config(broker.bootstrap, warehouse, [json_topic(topic)]))
     markers = tmp_path / "markers"
-    with Loader(cfg, spark=spark, inject={"fail_after_write": str(markers)}) as loader:
+    with Loader(cfg, spark=spark, faults=LoadFaults(fail_after_write=str(markers))) as loader:
         [result] = loader.run()
     assert len(list(markers.iterdir())) == 2, "each task failed once, after its first file was in place"
-    assert all(r["attempt"] == 1 for r in result.results), "Spark ran every task a second time"
+    assert all(r.attempt == 1 for r in result.results), "Spark ran every task a second time"
     rows = read_rows(warehouse, topic)
     _assert_exactly(rows, expected)
     assert result.records == 300
@@ -91,7 +92,7 @@ def test_driver_killed_before_manifest_commit_then_next_run_loads_exactly_once(b
     warehouse = tmp_path / "wh"
     raw = loader_config(broker.bootstrap, warehouse, [json_topic(topic)], max_range_records=60)
     conf = _write_config(tmp_path / "loader.yaml", raw)
-    env = {**os.environ, "LOGBUS_LOADER_INJECT": json.dumps({"kill_before_manifest": True}),
+    env = {**os.environ, **LoadFaults(kill_before_manifest=True).environment(),
            "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
     proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "run", "--config", str(conf), "--quiet"],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
@@ -108,9 +109,9 @@ def test_driver_killed_before_manifest_commit_then_next_run_loads_exactly_once(b
     with Loader(cfg, spark=spark) as loader:
         recovered, new = loader.run()
     assert recovered.run_id == killed_run and recovered.resumed
-    assert all(r.get("rebuilt") for r in recovered.results), "complete ranges are taken from their files"
+    assert all(r.rebuilt for r in recovered.results), "complete ranges are taken from their files"
     assert recovered.records == 300 and new.records == 60
-    assert all(r["start"] == 100 for r in new.results)
+    assert all(r.start == 100 for r in new.results)
     _assert_exactly(read_rows(warehouse, topic), expected)
     history = Loader(cfg, spark=spark).history(topic)
     assert [h["status"] for h in history] == ["committed (recovered)", "committed"]
@@ -120,7 +121,7 @@ def test_driver_killed_before_manifest_commit_then_next_run_loads_exactly_once(b
     expected |= _spread_events(broker.bootstrap, topic, 3, 10, start=120)
     with Loader(cfg, spark=spark) as loader:
         [again] = loader.run()
-    assert again.records == 30 and all(r["start"] == 120 for r in again.results)
+    assert again.records == 30 and all(r.start == 120 for r in again.results)
     _assert_exactly(read_rows(warehouse, topic), expected)
     kinds = [m["kind"] for m in store.manifests(topic)]
     assert kinds == ["rebuilt", "load"]
@@ -270,7 +271,7 @@ def test_broker_killed_mid_task_then_back(broker, spark, tmp_path):
 
     def load():
         try:
-            with Loader(cfg, spark=spark, inject={"fetch_delay_ms": 150}) as loader:
+            with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=150)) as loader:
                 outcome["result"] = loader.run()
         except BaseException as exc:  # pragma: no cover - reported below
             outcome["error"] = exc
@@ -295,5 +296,5 @@ def test_broker_killed_mid_task_then_back(broker, spark, tmp_path):
     assert "error" not in outcome, outcome.get("error")
     [result] = outcome["result"]
     assert result.records == 800
-    assert any(r["leader_changes"] or r["attempt"] for r in result.results), "the broker died under a task"
+    assert any(r.leader_changes or r.attempt for r in result.results), "the broker died under a task"
     _assert_exactly(read_rows(warehouse, topic), expected)

@@ -9,6 +9,7 @@ import time
 from broker.client.admin import AdminClient
 from broker.client.simple_consumer import SimpleConsumer
 from pipelines.config import parse_config
+from pipelines.faults import LoadFaults
 from pipelines.loader import Loader
 from tests.pipelines.helpers import json_topic, loader_config, new_topic, produce, read_rows
 
@@ -33,7 +34,7 @@ def test_leader_killed_mid_task_on_a_replicated_cluster(broker_factory, zk_chroo
 
     def load() -> None:
         try:
-            with Loader(cfg, spark=spark, inject={"fetch_delay_ms": 100}) as loader:
+            with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=100)) as loader:
                 outcome["result"] = loader.run()
         except BaseException as exc:  # reported by the assertions below
             outcome["error"] = exc
@@ -52,7 +53,7 @@ def test_leader_killed_mid_task_on_a_replicated_cluster(broker_factory, zk_chroo
     assert "error" not in outcome, outcome.get("error")
     [result] = outcome["result"]
     assert result.records == 600
-    assert any(r["leader_changes"] or r["attempt"] for r in result.results), "the leader died under a task"
+    assert any(r.leader_changes or r.attempt for r in result.results), "the leader died under a task"
     rows = read_rows(warehouse, topic)
     keys = [(r["topic"], r["partition"], r["offset"]) for r in rows]
     assert len(keys) == len(set(keys)) and set(keys) == expected

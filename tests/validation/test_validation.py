@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from pipelines.config import parse_config
 from pipelines.decoders import ERROR_SCHEMA, Decoder
 from pipelines.fs import LocalFS
 from pipelines.manifest import OffsetStore, build_manifest
+from pipelines.task_stats import TaskStats
 from pipelines.validation import ValidationFailed, validate_run
 from pipelines.validation.suite import expectation_specs
 
@@ -64,9 +66,8 @@ def seed(wh: Path, cfg, counts=None, plan_end=10, data=None, file_cfg=None):
     for p in (0, 1):
         d = (data or {}).get(p, rows(p, range(plan_end)))
         f = write(wh, file_cfg or cfg, p, 0, plan_end, d)
-        results.append({"topic": TOPIC, "partition": p, "start": 0, "end": plan_end, "count": (counts or {}).get(p, len(d)),
-                        "errors": 0, "bytes": f["bytes"], "files": [f], "min_ts": 0, "max_ts": 0, "gaps": [],
-                        "status": "loaded"})
+        results.append(TaskStats(index=p, topic=TOPIC, partition=p, start=0, end=plan_end,
+                                 count=(counts or {}).get(p, len(d)), bytes=f["bytes"], files=(f,), min_ts=0, max_ts=0))
     store.write_loaded(TOPIC, RUN, results)
     return store, plan, results
 
@@ -140,7 +141,7 @@ def test_undecodable_values_count_toward_contiguity(tmp_path):
     err = pa.Table.from_pylist([{"topic": TOPIC, "partition": 0, "offset": 3, "timestamp": None, "key": None,
                                  "value": b"{", "error": "bad json"}], schema=ERROR_SCHEMA)
     pq.write_table(err, err_dir / f"{TOPIC}+0+0+10.parquet")
-    results[0]["errors"] = 1
+    results[0] = replace(results[0], errors=1)
     store.write_loaded(TOPIC, RUN, results)
     assert validate_run(cfg, RUN).success
 
