@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from broker.protocol.errors import ErrorCode, KafkaError, _error
-
-FencedLeaderEpochError = _error("FencedLeaderEpochError", ErrorCode.FENCED_LEADER_EPOCH)
-UnknownLeaderEpochError = _error("UnknownLeaderEpochError", ErrorCode.UNKNOWN_LEADER_EPOCH)
+from broker.protocol.errors import ErrorCode, FencedLeaderEpochError, KafkaError, UnknownLeaderEpochError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
