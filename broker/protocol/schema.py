@@ -76,6 +76,15 @@ def F(
     return Field(name, type, Versions.parse(versions), Versions.parse(nullable), default, tuple(fields))
 
 
+def per_topic(
+    partition_fields: Sequence[Field], *, array: str = "topics", topic: str = "name", partitions: str = "partitions",
+) -> Field:
+    """Kafka's per-partition nesting, shared by every API that addresses partitions: an array of
+    topics, each a topic name and an array of its partitions. The names differ by API (Kafka's
+    JSON gives each its own), the structure does not."""
+    return F(array, "[]", "0+", [F(topic, "string"), F(partitions, "[]", "0+", partition_fields)])
+
+
 class Compiled(NamedTuple):
     """A struct compiled for one version."""
 
