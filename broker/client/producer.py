@@ -600,7 +600,7 @@ class Sender(threading.Thread):
                 self.producer_id = response["producer_id"]
                 self.producer_epoch = response["producer_epoch"]
                 return True
-            if code in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            if error_class(code).retriable:
                 continue
             self.fatal = error_for_code(code, "InitProducerId failed; set enable.idempotence=false to produce without it")
             self.p._fatal(self.fatal)
