@@ -34,7 +34,7 @@ from broker.client.group_config import GroupConsumerConfig
 from broker.client.group_membership import GROUP_ERROR_ACTIONS, Action, GroupMembership
 from broker.client.metadata import parse_servers
 from broker.client.simple_consumer import MessageAndMetadata, MessageSet, SimpleConsumer
-from broker.protocol.errors import ErrorCode, KafkaError, OffsetOutOfRangeError, ProtocolDecodeError
+from broker.protocol.errors import CorruptRecordError, ErrorCode, KafkaError, OffsetOutOfRangeError, ProtocolDecodeError
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +54,10 @@ class NoOffsetForPartitionError(KafkaError):
 
 RebalanceCallback = Callable[[set[TopicPartition]], None]
 
-#: Fetch (and ListOffsets) partition errors that mean "the leader moved": refresh metadata, retry.
-LEADER_MOVED = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
-    ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.BROKER_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION,
-    ErrorCode.REQUEST_TIMED_OUT,
-}
+def leader_moved(error: KafkaError) -> bool:
+    """A Fetch (or ListOffsets) partition error worth refreshing metadata and retrying; a corrupt
+    batch is retriable for a producer but does not heal by fetching it again."""
+    return error.retriable and not isinstance(error, CorruptRecordError)
 
 
 class GroupConsumer:
@@ -360,7 +357,7 @@ class GroupConsumer:
                 done = False
                 continue
             except KafkaError as exc:
-                if exc.code not in LEADER_MOVED:
+                if not leader_moved(exc):
                     raise
                 self._metadata_stale = True
                 done = False
@@ -409,7 +406,7 @@ class GroupConsumer:
                     self._positions[tp] = messages.next_offset  # only markers or compacted records
 
     def _fetch_failed(self, tp: TopicPartition, error: KafkaError) -> None:
-        if error.code in LEADER_MOVED:
+        if leader_moved(error):
             self._metadata_stale = True
         elif error.code == ErrorCode.OFFSET_OUT_OF_RANGE:
             if self.config.auto_offset_reset is None:

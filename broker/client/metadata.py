@@ -28,6 +28,7 @@ from broker.protocol.errors import (
     InvalidTopicError,
     KafkaError,
     UnknownTopicOrPartitionError,
+    error_class,
     error_for_code,
 )
 from broker.protocol.messages import ApiKey
@@ -35,8 +36,6 @@ from broker.protocol.messages import ApiKey
 log = logging.getLogger(__name__)
 
 METADATA_VERSION = 8
-#: Topic errors that go away by themselves (a topic being created, a leader being elected).
-RETRIABLE_TOPIC_ERRORS = {ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
 
 class KafkaTimeoutError(TimeoutError):
@@ -208,7 +207,7 @@ class ClusterMetadata:
                             f"topic {name!r} does not exist"
                             + ("" if not self.allow_auto_create_topics else " and the brokers do not auto-create topics")
                         )
-                elif code not in (None, ErrorCode.NONE) and code not in RETRIABLE_TOPIC_ERRORS:
+                elif code not in (None, ErrorCode.NONE) and not error_class(code).invalid_metadata:
                     raise error_for_code(code, f"metadata for topic {name!r}")
                 elif code is not None:
                     self._last_error = f"topic {name!r}: {ErrorCode(code).name}"

@@ -42,7 +42,7 @@ from broker.client.partitioner import load_partitioner
 from broker.config import ConfigError
 from broker.protocol import batch as B
 from broker.protocol.compression import CODEC_IDS, CODEC_NAMES
-from broker.protocol.errors import ErrorCode, MessageTooLargeError, error_for_code
+from broker.protocol.errors import ErrorCode, MessageTooLargeError, error_class, error_for_code
 from broker.protocol.messages import ApiKey
 
 log = logging.getLogger(__name__)
@@ -192,25 +192,6 @@ def _to_bytes(value: Any, what: str) -> bytes | None:
     raise TypeError(f"record {what} must be bytes or str (or set {what}_serializer), not {type(value).__name__}")
 
 
-#: Produce errors worth a retry: leadership moving, a broker restarting, a slow ISR.
-RETRIABLE = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER,
-    ErrorCode.LEADER_NOT_AVAILABLE,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.REQUEST_TIMED_OUT,
-    ErrorCode.NOT_ENOUGH_REPLICAS,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ErrorCode.NETWORK_EXCEPTION,
-    ErrorCode.KAFKA_STORAGE_ERROR,
-    ErrorCode.BROKER_NOT_AVAILABLE,
-    ErrorCode.CORRUPT_MESSAGE,
-    ErrorCode.FENCED_LEADER_EPOCH,
-    ErrorCode.UNKNOWN_LEADER_EPOCH,
-}
-_METADATA_ERRORS = {
-    ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.KAFKA_STORAGE_ERROR,
-}
 
 
 # --------------------------------------------------------------------------- the sender
@@ -504,11 +485,12 @@ class Sender(threading.Thread):
         """Requeue ``batch`` for a retry, or fail it; True when it is done (failed)."""
         p = self.p
         tp = (batch.topic, batch.partition)
-        retriable = code in RETRIABLE
+        error = error_class(code)
+        retriable = error.retriable
         if code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and batch.sequence is not None:
             # an earlier batch of this partition failed and is being retried: wait for it
             retriable = batch.sequence > self.acked_sequence.get(tp, 0)
-        if code in _METADATA_ERRORS:
+        if error.invalid_metadata:
             self.metadata.request_update()
         if count:
             batch.attempts += 1
@@ -618,7 +600,7 @@ class Sender(threading.Thread):
                 self.producer_id = response["producer_id"]
                 self.producer_epoch = response["producer_epoch"]
                 return True
-            if code in (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
+            if error_class(code).retriable:
                 continue
             self.fatal = error_for_code(code, "InitProducerId failed; set enable.idempotence=false to produce without it")
             self.p._fatal(self.fatal)

@@ -35,6 +35,7 @@ from broker.protocol.errors import (
     ErrorCode,
     InvalidRecordError,
     KafkaError,
+    LeaderNotAvailableError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
@@ -67,12 +68,6 @@ FETCH_VERSION = 11
 LIST_OFFSETS_VERSION = 1
 METADATA_VERSION = 8
 DEFAULT_FETCH_SIZE = 1024 * 1024
-
-
-class LeaderNotAvailableError(KafkaError):
-    """The partition has no leader right now (election in progress, or all replicas down)."""
-
-    code = ErrorCode.LEADER_NOT_AVAILABLE
 
 
 class MessageAndMetadata(NamedTuple):

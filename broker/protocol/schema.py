@@ -76,6 +76,15 @@ def F(
     return Field(name, type, Versions.parse(versions), Versions.parse(nullable), default, tuple(fields))
 
 
+def per_topic(
+    partition_fields: Sequence[Field], *, array: str = "topics", topic: str = "name", partitions: str = "partitions",
+) -> Field:
+    """Kafka's per-partition nesting, shared by every API that addresses partitions: an array of
+    topics, each a topic name and an array of its partitions. The names differ by API (Kafka's
+    JSON gives each its own), the structure does not."""
+    return F(array, "[]", "0+", [F(topic, "string"), F(partitions, "[]", "0+", partition_fields)])
+
+
 class Compiled(NamedTuple):
     """A struct compiled for one version."""
 
@@ -129,6 +138,8 @@ def _primitive_array(item: Type, nullable: bool) -> tuple[Callable, Callable]:
 
 def _compile_field(f: Field, version: int) -> _Part:
     nullable = version in f.nullable
+    read: Callable[[Reader], Any]
+    write: Callable[[Writer, Any], None]
     if f.type in ("[]", "struct"):
         sub = compile_struct(f.fields, version)
         if f.type == "struct":
@@ -148,10 +159,11 @@ def _compile_field(f: Field, version: int) -> _Part:
         item, _ = PRIMITIVES[f.type[2:]]
         read, write = _primitive_array(item, nullable)
         return _Part(f.name, read, write, [] if f.default is MISSING else f.default, 4, None, False)
-    plain, with_null = PRIMITIVES[f.type]
-    if nullable and with_null is None:
-        raise ValueError(f"{f.name}: type {f.type} cannot be nullable")
-    t = with_null if nullable else plain
+    t, with_null = PRIMITIVES[f.type]
+    if nullable:
+        if with_null is None:
+            raise ValueError(f"{f.name}: type {f.type} cannot be nullable")
+        t = with_null
     default = t.default if f.default is MISSING else f.default
     return _Part(f.name, t.read, t.write, default, t.min_size, t.fmt, False)
 
@@ -166,7 +178,7 @@ def _merge_fixed(parts: list[_Part]) -> list[tuple]:
             p = run[0]
             steps.append((p.name, None, p.default, p.read, p.write, False))
         elif run:
-            st = struct.Struct(">" + "".join(p.fmt for p in run))
+            st = struct.Struct(">" + "".join(p.fmt or "" for p in run))  # a run holds fixed-width parts only
             steps.append((tuple(p.name for p in run), st, tuple(p.default for p in run), None, None, False))
         run.clear()
 

@@ -8,9 +8,10 @@ describe each primitive once, for the schema engine.
 
 from __future__ import annotations
 
+import builtins
 import struct
 import uuid as _uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from typing import Any, NamedTuple
 
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError
@@ -191,7 +192,7 @@ class Reader:
     def bytes(self) -> bytes:
         return bytes(self.raw(self._length(INT32, "bytes", False)))
 
-    def nullable_bytes(self) -> bytes | None:
+    def nullable_bytes(self) -> builtins.bytes | None:  # plain ``bytes`` here would name the method above
         size = self._length(INT32, "bytes", True)
         return None if size < 0 else bytes(self.raw(size))
 
@@ -316,10 +317,10 @@ class Writer:
             else:
                 self.buf += v
         else:
-            size = getattr(v, "size", None)
-            if not isinstance(size, int) or size < 0:
+            chunk_size = getattr(v, "size", None)
+            if not isinstance(chunk_size, int) or chunk_size < 0:
                 raise ProtocolEncodeError(f"records value {type(v).__name__} is neither bytes-like nor sized")
-            self.buf += INT32.pack(size)
+            self.buf += INT32.pack(chunk_size)
             self.append_chunk(v)
 
     def array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
@@ -331,7 +332,7 @@ class Writer:
         if items is None:
             self.buf += INT32.pack(NULL_LENGTH)
             return
-        if not hasattr(items, "__len__"):
+        if not isinstance(items, Sized):
             items = list(items)
         self.buf += INT32.pack(len(items))
         for item in items:

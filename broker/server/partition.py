@@ -22,9 +22,10 @@ from broker.cluster.zk import PartitionState, ZkVersionConflictError
 from broker.protocol import batch
 from broker.protocol.errors import (
     ErrorCode,
+    FencedLeaderEpochError,
     InvalidRecordError,
     NotEnoughReplicasError,
-    _error,
+    UnknownLeaderEpochError,
 )
 from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.log import AppendResult, PartitionLog
@@ -35,10 +36,6 @@ LEADER = "leader"
 FOLLOWER = "follower"
 OFFLINE = "offline"
 ACKS_ALL = -1
-
-FencedLeaderEpochError = _error("FencedLeaderEpochError", ErrorCode.FENCED_LEADER_EPOCH)
-UnknownLeaderEpochError = _error("UnknownLeaderEpochError", ErrorCode.UNKNOWN_LEADER_EPOCH)
-
 
 class PartitionListener(Protocol):
     """What a Partition needs from the rest of the broker (the ReplicaManager, or a test)."""

@@ -17,12 +17,11 @@ from twisted.internet import defer, threads
 from broker.cluster.assignment import assign_replicas
 from broker.cluster.zk import PartitionState, ZkClient
 from broker.protocol.errors import (
-    ErrorCode,
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidTopicError,
     UnknownTopicOrPartitionError,
-    _error,
 )
 
 if TYPE_CHECKING:
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
 LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
 STATE_WAIT_S = 10.0
-
-InvalidReplicaAssignmentError = _error("InvalidReplicaAssignmentError", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
 
 
 class FoundTopic(NamedTuple):

@@ -144,9 +144,7 @@ def check_kafka_python(schema: MessageSchema, version: int, obj: dict, raw: byte
     cls = their_class(schema, version)
     if cls is not None:
         theirs = cls.decode(raw, version=version)
-        try:
-            theirs._header
-        except AttributeError:
+        if not hasattr(theirs, "_header"):
             theirs._header = None  # unset on decoded messages, and encode() trips over it
         assert bytes(theirs.encode()) == raw
         assert _comparable(theirs.to_dict(json=False), THEIR_RENAMES.get(schema.name)) == _comparable(obj)
@@ -179,7 +177,7 @@ def test_roundtrip_and_kafka_python_agree(schema: MessageSchema, version: int, d
     assert schema.decode(version, raw) == obj
     assert b"".join(schema.encode(version, obj)) == raw
     if raw:
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 - any failure will do, as long as it fails
             schema.decode(version, raw[:-1])  # every byte is needed
     check_kafka_python(schema, version, obj, raw)
 
@@ -312,7 +310,7 @@ def test_metadata_v0_vs_v1():
     assert v1["brokers"][0]["rack"] == "r" and v1["controller_id"] == 1 and v1["topics"][0]["is_internal"]
     req = REQUESTS[ApiKey.METADATA]
     assert req.decode(1, req.encode_bytes(1, {"topics": None}))["topics"] is None  # all topics
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any failure will do, as long as it fails
         req.encode(0, {"topics": None})
 
 
@@ -352,3 +350,19 @@ def test_fetch_response_with_file_slice():
     decoded = RESPONSES[ApiKey.FETCH].decode(11, chunks[0] + b"DATA")
     part = decoded["responses"][0]["partitions"][0]
     assert part["records"] == b"DATA" and part["last_stable_offset"] == -1 and part["preferred_read_replica"] == -1
+
+
+def test_per_topic_is_kafkas_topics_then_partitions_nesting():
+    from broker.protocol.messages import produce
+    from broker.protocol.schema import F, per_topic
+
+    partition = [F("index", "int32"), F("records", "records", nullable="0+")]
+    assert per_topic(partition, array="topic_data", partitions="partition_data") == F("topic_data", "[]", "0+", [
+        F("name", "string"),
+        F("partition_data", "[]", "0+", partition),
+    ])
+    assert produce.PRODUCE_REQUEST.fields[-1] == F("topic_data", "[]", "0+", [
+        F("name", "string"),
+        F("partition_data", "[]", "0+", partition),
+    ])
+    assert [f.name for f in per_topic(partition).fields] == ["name", "partitions"]

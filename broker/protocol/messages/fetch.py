@@ -1,7 +1,7 @@
 """Fetch (1) v4-11, ListOffsets (2) v1-5 and OffsetForLeaderEpoch (23) v0-3: the read path."""
 
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.schema import F, MessageSchema
+from broker.protocol.schema import F, MessageSchema, per_topic
 
 # Fetch from v4 (isolation level, aborted transactions): v5 log_start_offset, v7 fetch
 # sessions and forgotten topics, v9 current_leader_epoch, v11 rack_id / preferred read replica.
@@ -13,16 +13,13 @@ FETCH_REQUEST = MessageSchema("FetchRequest", ApiKey.FETCH, "4-11", [
     F("isolation_level", "int8", "4+"),
     F("session_id", "int32", "7+"),
     F("session_epoch", "int32", "7+", default=-1),
-    F("topics", "[]", "0+", [
-        F("topic", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition", "int32"),
-            F("current_leader_epoch", "int32", "9+", default=-1),
-            F("fetch_offset", "int64"),
-            F("log_start_offset", "int64", "5+", default=-1),
-            F("partition_max_bytes", "int32"),
-        ]),
-    ]),
+    per_topic([
+        F("partition", "int32"),
+        F("current_leader_epoch", "int32", "9+", default=-1),
+        F("fetch_offset", "int64"),
+        F("log_start_offset", "int64", "5+", default=-1),
+        F("partition_max_bytes", "int32"),
+    ], topic="topic"),
     F("forgotten_topics_data", "[]", "7+", [
         F("topic", "string"),
         F("partitions", "[]int32"),
@@ -34,22 +31,19 @@ FETCH_RESPONSE = MessageSchema("FetchResponse", ApiKey.FETCH, "4-11", [
     F("throttle_time_ms", "int32", "1+"),
     F("error_code", "int16", "7+"),
     F("session_id", "int32", "7+"),
-    F("responses", "[]", "0+", [
-        F("topic", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition_index", "int32"),
-            F("error_code", "int16"),
-            F("high_watermark", "int64"),
-            F("last_stable_offset", "int64", "4+", default=-1),
-            F("log_start_offset", "int64", "5+", default=-1),
-            F("aborted_transactions", "[]", "4+", [
-                F("producer_id", "int64"),
-                F("first_offset", "int64"),
-            ], nullable="4+"),
-            F("preferred_read_replica", "int32", "11+", default=-1),
-            F("records", "records", nullable="0+"),
-        ]),
-    ]),
+    per_topic([
+        F("partition_index", "int32"),
+        F("error_code", "int16"),
+        F("high_watermark", "int64"),
+        F("last_stable_offset", "int64", "4+", default=-1),
+        F("log_start_offset", "int64", "5+", default=-1),
+        F("aborted_transactions", "[]", "4+", [
+            F("producer_id", "int64"),
+            F("first_offset", "int64"),
+        ], nullable="4+"),
+        F("preferred_read_replica", "int32", "11+", default=-1),
+        F("records", "records", nullable="0+"),
+    ], array="responses", topic="topic"),
 ])
 
 # ListOffsets from v1 (one offset per partition): v2 isolation_level and throttle, v4
@@ -57,27 +51,21 @@ FETCH_RESPONSE = MessageSchema("FetchResponse", ApiKey.FETCH, "4-11", [
 LIST_OFFSETS_REQUEST = MessageSchema("ListOffsetsRequest", ApiKey.LIST_OFFSETS, "1-5", [
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
-    F("topics", "[]", "0+", [
-        F("name", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition_index", "int32"),
-            F("current_leader_epoch", "int32", "4+", default=-1),
-            F("timestamp", "int64"),
-        ]),
+    per_topic([
+        F("partition_index", "int32"),
+        F("current_leader_epoch", "int32", "4+", default=-1),
+        F("timestamp", "int64"),
     ]),
 ])
 
 LIST_OFFSETS_RESPONSE = MessageSchema("ListOffsetsResponse", ApiKey.LIST_OFFSETS, "1-5", [
     F("throttle_time_ms", "int32", "2+"),
-    F("topics", "[]", "0+", [
-        F("name", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition_index", "int32"),
-            F("error_code", "int16"),
-            F("timestamp", "int64", "1+", default=-1),
-            F("offset", "int64", "1+", default=-1),
-            F("leader_epoch", "int32", "4+", default=-1),
-        ]),
+    per_topic([
+        F("partition_index", "int32"),
+        F("error_code", "int16"),
+        F("timestamp", "int64", "1+", default=-1),
+        F("offset", "int64", "1+", default=-1),
+        F("leader_epoch", "int32", "4+", default=-1),
     ]),
 ])
 
@@ -85,25 +73,19 @@ LIST_OFFSETS_RESPONSE = MessageSchema("ListOffsetsResponse", ApiKey.LIST_OFFSETS
 # v3 replica_id (-2 for a consumer, a broker id for a follower).
 OFFSET_FOR_LEADER_EPOCH_REQUEST = MessageSchema("OffsetForLeaderEpochRequest", ApiKey.OFFSET_FOR_LEADER_EPOCH, "0-3", [
     F("replica_id", "int32", "3+", default=-2),
-    F("topics", "[]", "0+", [
-        F("topic", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition", "int32"),
-            F("current_leader_epoch", "int32", "2+", default=-1),
-            F("leader_epoch", "int32"),
-        ]),
-    ]),
+    per_topic([
+        F("partition", "int32"),
+        F("current_leader_epoch", "int32", "2+", default=-1),
+        F("leader_epoch", "int32"),
+    ], topic="topic"),
 ])
 
 OFFSET_FOR_LEADER_EPOCH_RESPONSE = MessageSchema("OffsetForLeaderEpochResponse", ApiKey.OFFSET_FOR_LEADER_EPOCH, "0-3", [
     F("throttle_time_ms", "int32", "2+"),
-    F("topics", "[]", "0+", [
-        F("topic", "string"),
-        F("partitions", "[]", "0+", [
-            F("error_code", "int16"),
-            F("partition", "int32"),
-            F("leader_epoch", "int32", "1+", default=-1),
-            F("end_offset", "int64", default=-1),
-        ]),
-    ]),
+    per_topic([
+        F("error_code", "int16"),
+        F("partition", "int32"),
+        F("leader_epoch", "int32", "1+", default=-1),
+        F("end_offset", "int64", default=-1),
+    ], topic="topic"),
 ])

@@ -3,7 +3,7 @@ LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16), OffsetCom
 OffsetFetch (9)."""
 
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.schema import F, MessageSchema
+from broker.protocol.schema import F, MessageSchema, per_topic
 
 NO_AUTHORIZED_OPERATIONS = -2147483648
 
@@ -144,25 +144,19 @@ OFFSET_COMMIT_REQUEST = MessageSchema("OffsetCommitRequest", ApiKey.OFFSET_COMMI
     F("member_id", "string", "1+"),
     F("group_instance_id", "string", "7+", nullable="7+"),
     F("retention_time_ms", "int64", "2-4", default=-1),
-    F("topics", "[]", "0+", [
-        F("name", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition_index", "int32"),
-            F("committed_offset", "int64"),
-            F("committed_leader_epoch", "int32", "6+", default=-1),
-            F("committed_metadata", "string", nullable="0+"),
-        ]),
+    per_topic([
+        F("partition_index", "int32"),
+        F("committed_offset", "int64"),
+        F("committed_leader_epoch", "int32", "6+", default=-1),
+        F("committed_metadata", "string", nullable="0+"),
     ]),
 ])
 
 OFFSET_COMMIT_RESPONSE = MessageSchema("OffsetCommitResponse", ApiKey.OFFSET_COMMIT, "2-7", [
     F("throttle_time_ms", "int32", "3+"),
-    F("topics", "[]", "0+", [
-        F("name", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition_index", "int32"),
-            F("error_code", "int16"),
-        ]),
+    per_topic([
+        F("partition_index", "int32"),
+        F("error_code", "int16"),
     ]),
 ])
 
@@ -178,15 +172,12 @@ OFFSET_FETCH_REQUEST = MessageSchema("OffsetFetchRequest", ApiKey.OFFSET_FETCH, 
 
 OFFSET_FETCH_RESPONSE = MessageSchema("OffsetFetchResponse", ApiKey.OFFSET_FETCH, "1-5", [
     F("throttle_time_ms", "int32", "3+"),
-    F("topics", "[]", "0+", [
-        F("name", "string"),
-        F("partitions", "[]", "0+", [
-            F("partition_index", "int32"),
-            F("committed_offset", "int64"),
-            F("committed_leader_epoch", "int32", "5+", default=-1),
-            F("metadata", "string", nullable="0+"),
-            F("error_code", "int16"),
-        ]),
+    per_topic([
+        F("partition_index", "int32"),
+        F("committed_offset", "int64"),
+        F("committed_leader_epoch", "int32", "5+", default=-1),
+        F("metadata", "string", nullable="0+"),
+        F("error_code", "int16"),
     ]),
     F("error_code", "int16", "2+"),
 ])
