@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from broker.protocol.errors import ErrorCode
@@ -24,7 +24,7 @@ from broker.protocol.errors import ErrorCode
 Respond = Callable[[dict], None]
 
 
-class State(str, Enum):
+class State(StrEnum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"
     COMPLETING_REBALANCE = "CompletingRebalance"
@@ -67,6 +67,16 @@ def _cancel(timer: Any) -> None:
 
 def join_error(code: int, member_id: str = "") -> dict:
     return {"error_code": code, "generation_id": -1, "protocol_name": "", "leader": "", "member_id": member_id, "members": []}
+
+
+def _answer_parked(member: Member, code: int) -> None:
+    """Answer the member's parked JoinGroup and SyncGroup, if any, with an error code."""
+    if member.awaiting_join is not None:
+        cb, member.awaiting_join = member.awaiting_join, None
+        cb(join_error(code, member.member_id))
+    if member.awaiting_sync is not None:
+        cb, member.awaiting_sync = member.awaiting_sync, None
+        cb({"error_code": code, "assignment": b""})
 
 
 @dataclass
@@ -312,12 +322,7 @@ class Group:
         self._member_gone(member)
 
     def _member_gone(self, member: Member) -> None:
-        if member.awaiting_join is not None:
-            cb, member.awaiting_join = member.awaiting_join, None
-            cb(join_error(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
-        if member.awaiting_sync is not None:
-            cb, member.awaiting_sync = member.awaiting_sync, None
-            cb({"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "assignment": b""})
+        _answer_parked(member, ErrorCode.UNKNOWN_MEMBER_ID)
         self._remove(member)
         if self.state in (State.STABLE, State.COMPLETING_REBALANCE):
             self._prepare_rebalance()
@@ -338,12 +343,7 @@ class Group:
         _cancel(self._initial_delay)
         for member in self.members.values():
             _cancel(member.timer)
-            if member.awaiting_join is not None:
-                cb, member.awaiting_join = member.awaiting_join, None
-                cb(join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
-            if member.awaiting_sync is not None:
-                cb, member.awaiting_sync = member.awaiting_sync, None
-                cb({"error_code": ErrorCode.NOT_COORDINATOR, "assignment": b""})
+            _answer_parked(member, ErrorCode.NOT_COORDINATOR)
         self.members.clear()
 
     # -- DescribeGroups ----------------------------------------------------------------------
