@@ -219,7 +219,7 @@ class Partition:
 
     def follower_appended(self, records: Any, leader_high_watermark: int) -> None:
         """Record epochs of batches just appended as a follower and take the leader's HW."""
-        from broker.protocol.batch import iter_batches
+        from broker.protocol.records import iter_batches
 
         latest = self.epochs.latest_epoch
         for _, header in iter_batches(records):

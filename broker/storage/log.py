@@ -21,17 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from broker.protocol.batch import (
-    ATTRIBUTES_POS,
-    CRC_POS,
-    MAX_TIMESTAMP_POS,
-    TIMESTAMP_TYPE_MASK,
-    BatchHeader,
-    compute_crc,
-    iter_batches,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
 from broker.protocol.errors import (
     InvalidRecordError,
     KafkaStorageError,
@@ -39,6 +28,17 @@ from broker.protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from broker.protocol.records.layout import (
+    ATTRIBUTES_POS,
+    CRC_POS,
+    MAX_TIMESTAMP_POS,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    compute_crc,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from broker.protocol.records.walker import Tail, iter_batches
 from broker.storage.checkpoint import fsync_dir
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
@@ -321,7 +321,7 @@ class PartitionLog:
         config = self.config
         max_message = config.max_message_bytes
         batches: list[tuple[int, BatchHeader]] = []
-        for pos, header in iter_batches(records):
+        for pos, header in iter_batches(records, Tail.RAISE):
             if header.size > max_message:
                 raise MessageTooLargeError(f"record batch of {header.size} bytes exceeds max.message.bytes={max_message}")
             if header.records_count == 0:
@@ -374,7 +374,7 @@ class PartitionLog:
             expected = self._leo
             batches: list[tuple[int, BatchHeader]] = []
             entries: list[BatchEntry] = []
-            for pos, header in iter_batches(records):
+            for pos, header in iter_batches(records, Tail.RAISE):
                 if header.base_offset < expected or header.last_offset_delta < 0:
                     raise InvalidRecordError(
                         f"follower append: batch at offset {header.base_offset} does not follow offset {expected - 1}"

@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from broker.protocol.batch import BatchHeader
 from broker.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from broker.protocol.records.layout import BatchHeader
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 
-from broker.protocol.batch import (
+from broker.protocol.errors import CorruptRecordError, InvalidRecordError, KafkaStorageError
+from broker.protocol.records.layout import (
     COMPRESSION_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -17,7 +18,7 @@ from broker.protocol.batch import (
     read_header,
     read_prefix,
 )
-from broker.protocol.errors import CorruptRecordError, InvalidRecordError, KafkaStorageError
+from broker.protocol.types import decode_varint, decode_varlong
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import SegmentFile
 from broker.storage.index import CorruptIndexError, OffsetIndex, TimeIndex, fsync_path
@@ -333,30 +334,15 @@ class LogSegment:
         return removed
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint/varlong at ``pos``: (value, next position)."""
-    shift = 0
-    raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
-
 def _first_record_at(batch: bytes, header: BatchHeader, timestamp: int, min_offset: int) -> tuple[int, int] | None:
     """Walk the records of an uncompressed batch for the first with timestamp and offset at least the targets."""
     pos = HEADER_SIZE
     try:
         for _ in range(header.records_count):
-            length, pos = _varint(batch, pos)
+            length, pos = decode_varint(batch, pos)
             end = pos + length
-            ts_delta, p = _varint(batch, pos + 1)  # skip the attributes byte
-            offset_delta, _ = _varint(batch, p)
+            ts_delta, p = decode_varlong(batch, pos + 1)  # skip the attributes byte
+            offset_delta, _ = decode_varint(batch, p)
             ts = header.base_timestamp + ts_delta
             offset = header.base_offset + offset_delta
             if ts >= timestamp and offset >= min_offset:

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.batch import read_header
+from broker.protocol.records.layout import read_header
 from broker.storage import CLEAN_SHUTDOWN_FILE, LogConfig, LogManager
 from broker.storage.index import read_offset_index_entries, read_time_index_entries
 from tests.storage.batches import build_batch

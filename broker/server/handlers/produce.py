@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from broker.protocol import batch
 from broker.protocol.errors import (
     ErrorCode,
     InvalidRecordError,
@@ -25,6 +24,7 @@ from broker.protocol.errors import (
 )
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.protocol.records import layout as batch
 from broker.server.dispatch import NO_RESPONSE, Handler
 
 if TYPE_CHECKING:
