@@ -6,7 +6,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 
-from broker.protocol.errors import CorruptRecordError, InvalidRecordError, KafkaStorageError
+from broker.protocol.errors import KafkaStorageError
 from broker.protocol.records.layout import (
     COMPRESSION_MASK,
     HEADER_SIZE,
@@ -14,10 +14,10 @@ from broker.protocol.records.layout import (
     MIN_BATCH_LENGTH,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
-    check_batch,
     read_header,
     read_prefix,
 )
+from broker.protocol.records.walker import Tail, iter_batches
 from broker.protocol.types import decode_varint, decode_varlong
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import SegmentFile
@@ -257,30 +257,25 @@ class LogSegment:
         self._reset_state()
         size = self.file.size()
         pos = 0
-        buf = b""
-        buf_pos = 0
         expected = self.base_offset
+        want = RECOVERY_CHUNK
         while pos < size:
-            off = pos - buf_pos
-            if off + LOG_OVERHEAD > len(buf):
-                buf, buf_pos, off = self.file.pread(min(RECOVERY_CHUNK, size - pos), pos), pos, 0
-                if len(buf) < LOG_OVERHEAD:
+            buf = self.file.pread(min(want, size - pos), pos)
+            walked = 0
+            for off, header in iter_batches(buf, Tail.TRUNCATE):
+                if header.base_offset < expected or header.last_offset_delta < 0 or header.last_offset - self.base_offset > INT_MAX:
                     break
-            _, length = read_prefix(buf, off)
-            batch_size = length + LOG_OVERHEAD
-            if length < MIN_BATCH_LENGTH or pos + batch_size > size:
+                self._index_batch(pos + off, header.base_offset, header.max_timestamp, header.size)
+                expected = header.next_offset
+                walked = off + header.size
+            else:  # the walk ended at the chunk's end, or at a partial or damaged batch
+                pos += walked
+                want = _cut_by_chunk(buf, walked, size - pos)
+                if want:
+                    continue
                 break
-            if off + batch_size > len(buf):
-                buf, buf_pos, off = self.file.pread(min(max(RECOVERY_CHUNK, batch_size), size - pos), pos), pos, 0
-            try:
-                header = check_batch(buf, off, off + batch_size)
-            except (InvalidRecordError, CorruptRecordError):
-                break
-            if header.base_offset < expected or header.last_offset_delta < 0 or header.last_offset - self.base_offset > INT_MAX:
-                break
-            self._index_batch(pos, header.base_offset, header.max_timestamp, batch_size)
-            expected = header.next_offset
-            pos += batch_size
+            pos += walked  # a batch out of order
+            break
         self.next_offset = expected
         cut = size - pos
         if cut:
@@ -332,6 +327,19 @@ class LogSegment:
         if self.size == 0:
             self.first_append_ms = None
         return removed
+
+
+def _cut_by_chunk(buf: bytes, at: int, file_left: int) -> int:
+    """Bytes to read from ``at`` on when the walk of ``buf`` ended there only because the chunk
+    cut the next batch (the file holds more of it), else 0: the batch is damaged or partial."""
+    left = len(buf) - at
+    if left < LOG_OVERHEAD:
+        return RECOVERY_CHUNK if file_left > left else 0
+    _, length = read_prefix(buf, at)
+    batch_size = length + LOG_OVERHEAD
+    if length < MIN_BATCH_LENGTH or batch_size <= left or batch_size > file_left:
+        return 0
+    return max(RECOVERY_CHUNK, batch_size)
 
 
 def _first_record_at(batch: bytes, header: BatchHeader, timestamp: int, min_offset: int) -> tuple[int, int] | None:
