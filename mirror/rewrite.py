@@ -21,6 +21,7 @@ from broker.protocol.errors import InvalidRecordError
 from broker.protocol.records import Tail, iter_batches, records_of
 from broker.protocol.records.arrays import record_begins, record_spans, zigzag_size, zigzag_varints
 from broker.protocol.records.codec import SMALL_VARINTS
+from broker.protocol.records.codec import varint as _varint
 from broker.protocol.records.layout import CURRENT_MAGIC
 from broker.protocol.types import decode_varint, decode_varlong, encode_varint
 from mirror.origin import HEADER, parse_origin
@@ -41,10 +42,6 @@ class TargetBatch(NamedTuple):
     count: int
     base_ts: int
     max_ts: int
-
-
-def _varint(n: int) -> bytes:
-    return _TABLE[n] if 0 <= n < 16384 else encode_varint(n)
 
 
 class _Out:

@@ -2,8 +2,8 @@
 
 The loader wants columns, not one Python object per record. So only the record boundaries
 are walked in Python (one length varint per record); every other field of every record is
-decoded at once with numpy, and keys and values become Arrow arrays cut out of the fetched
-bytes in C. The checks are the SimpleConsumer's: batch CRC, record lengths that add up to
+decoded at once with numpy (broker.protocol.records.arrays), and keys and values become Arrow
+arrays cut out of the fetched bytes in C. The checks are the SimpleConsumer's: batch CRC, record lengths that add up to
 the batch, fields that end where their record ends. Legacy v0/v1 message sets go through the
 SimpleConsumer's parser.
 """

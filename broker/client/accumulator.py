@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from broker.protocol.compression import compress
-from broker.protocol.records.codec import NULL, SMALL_VARINTS
+from broker.protocol.records.codec import NULL, SMALL_VARINTS, sized, varint
 from broker.protocol.records.layout import NO_SEQUENCE, build_batch
 from broker.protocol.types import encode_varint
 
@@ -36,14 +36,7 @@ RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5
 _CALLBACK_LOCK = threading.Lock()
 
 
-def _varint(n: int) -> bytes:
-    return _VARINT[n] if 0 <= n < _TABLE_SIZE else encode_varint(n)
-
-
-def _sized(data: bytes | None) -> bytes:
-    if data is None:
-        return _NULL
-    return _varint(len(data)) + data
+_varint, _sized = varint, sized  # the names mirror.origin imports
 
 
 def encode_headers(headers: Any) -> bytes:

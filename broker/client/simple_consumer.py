@@ -260,7 +260,8 @@ class SimpleConsumer:
                 code = p["error_code"]
                 if code:
                     try:
-                        _raise_for(code, topic, partition, f" at offset {offset}" if code == ErrorCode.OFFSET_OUT_OF_RANGE else "")
+                        where = f" at offset {offset}" if code == ErrorCode.OFFSET_OUT_OF_RANGE else ""
+                        _raise_for(code, topic, partition, where)
                     except KafkaError as exc:
                         ms.error = exc
                 elif not decode:

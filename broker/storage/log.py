@@ -169,7 +169,8 @@ class PartitionLog:
         self._load(clean, recovery_point, log_start_offset, high_watermark, stats if stats is not None else LoadStats())
         return self
 
-    def _load(self, clean: bool, recovery_point: int, log_start_offset: int, high_watermark: int | None, stats: LoadStats) -> None:
+    def _load(self, clean: bool, recovery_point: int, log_start_offset: int, high_watermark: int | None,
+              stats: LoadStats) -> None:
         config = self.config
         bases = []
         names = os.listdir(self.dir)
@@ -393,7 +394,8 @@ class PartitionLog:
             self.flush()
         return AppendResult(first, expected - 1, -1, lso, False)
 
-    def _write(self, records: bytearray | memoryview | bytes, entries: list[BatchEntry], first: int, next_offset: int, now: int) -> None:
+    def _write(self, records: bytearray | memoryview | bytes, entries: list[BatchEntry], first: int, next_offset: int,
+               now: int) -> None:
         seg = self._segments[-1]
         if self._should_roll(seg, len(records), next_offset - 1, now):
             seg = self._roll(first)

@@ -111,7 +111,8 @@ class ProducerStateManager:
             pending[pid] = (header.producer_epoch, header.last_sequence)
         return None
 
-    def update(self, batches: Sequence[tuple[int, BatchHeader]], offsets: Iterable[tuple[int, int, int, int]], now_ms: int) -> None:
+    def update(self, batches: Sequence[tuple[int, BatchHeader]], offsets: Iterable[tuple[int, int, int, int]],
+               now_ms: int) -> None:
         """Record appended batches; ``offsets`` are (pos, base offset, max timestamp, size) per batch."""
         for (_, header), (_, base_offset, max_ts, _) in zip(batches, offsets):
             if _has_sequence(header):

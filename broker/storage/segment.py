@@ -39,7 +39,8 @@ def file_name(base_offset: int, suffix: str) -> str:
 class LogSegment:
     """A ``.log`` file plus ``.index`` and ``.timeindex``; the log appends only to its last one."""
 
-    def __init__(self, directory: str, base_offset: int, config: LogConfig, file: SegmentFile, size: int, *, on_disk: bool) -> None:
+    def __init__(self, directory: str, base_offset: int, config: LogConfig, file: SegmentFile, size: int, *,
+                 on_disk: bool) -> None:
         self.base_offset = base_offset
         self.file = file
         self.size = size
@@ -48,7 +49,8 @@ class LogSegment:
             os.path.join(directory, file_name(base_offset, ".index")), base_offset, config.segment_index_bytes, on_disk=on_disk
         )
         self.time_index = TimeIndex(
-            os.path.join(directory, file_name(base_offset, ".timeindex")), base_offset, config.segment_index_bytes, on_disk=on_disk
+            os.path.join(directory, file_name(base_offset, ".timeindex")), base_offset, config.segment_index_bytes,
+            on_disk=on_disk,
         )
         # Exact only once the segment has been appended to, scanned, or its tail read.
         self.next_offset = base_offset
@@ -126,7 +128,7 @@ class LogSegment:
 
     # -- append -------------------------------------------------------------------------------
 
-    def append(self, data: bytearray | memoryview, entries: Sequence[BatchEntry], next_offset: int, now_ms: int) -> None:
+    def append(self, data: bytes | bytearray | memoryview, entries: Sequence[BatchEntry], next_offset: int, now_ms: int) -> None:
         """Write ``data`` (whole batches, offsets stamped) with one write call and index it."""
         start = self.size
         fd = self.file.fileno()
@@ -263,7 +265,8 @@ class LogSegment:
             buf = self.file.pread(min(want, size - pos), pos)
             walked = 0
             for off, header in iter_batches(buf, Tail.TRUNCATE):
-                if header.base_offset < expected or header.last_offset_delta < 0 or header.last_offset - self.base_offset > INT_MAX:
+                if (header.base_offset < expected or header.last_offset_delta < 0
+                        or header.last_offset - self.base_offset > INT_MAX):
                     break
                 self._index_batch(pos + off, header.base_offset, header.max_timestamp, header.size)
                 expected = header.next_offset

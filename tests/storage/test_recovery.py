@@ -221,7 +221,7 @@ def test_topic_names_with_dashes_and_stray_dirs(tmp_path) -> None:
     (tmp_path / "not_a_log").mkdir()
     (tmp_path / "old-0.abc123-delete").mkdir()
     again = _manager([tmp_path])
-    assert [(l.topic, l.partition) for l in again.all_logs()] == [("my-dashed-topic", 12)]
+    assert [(log.topic, log.partition) for log in again.all_logs()] == [("my-dashed-topic", 12)]
     assert not (tmp_path / "old-0.abc123-delete").exists()
     again.shutdown()
 

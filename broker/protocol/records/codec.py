@@ -43,9 +43,14 @@ def as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
+def varint(n: int) -> bytes:
+    """The zigzag varint of ``n``, from ``SMALL_VARINTS`` when it is there."""
+    return SMALL_VARINTS[n] if 0 <= n < len(SMALL_VARINTS) else encode_varint(n)
+
+
 def sized(data: bytes | None) -> bytes:
     """A key, value or header field: its varint length (-1 for null), then its bytes."""
-    return NULL if data is None else encode_varint(len(data)) + data
+    return NULL if data is None else varint(len(data)) + data
 
 
 def encode_headers(headers: Headers) -> bytes:

@@ -43,8 +43,13 @@ class LegacyHeader(NamedTuple):
     def compression(self) -> int:
         return self.attributes & LEGACY_COMPRESSION_MASK
 
-    is_control = False
-    is_transactional = False
+    @property
+    def is_control(self) -> bool:
+        return False
+
+    @property
+    def is_transactional(self) -> bool:
+        return False
 
 
 def normalise(item: Any, now_ms: int) -> tuple[bytes | None, bytes | None, Headers, int]:

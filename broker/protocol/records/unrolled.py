@@ -113,7 +113,7 @@ def _read(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader, min_o
         # headers
         b = buf[pos]
         if b == 0:
-            headers = []
+            headers: list[tuple[str, bytes | bytearray | None]] = []
             pos += 1
         else:
             nh, pos = decode_varint(buf, pos, rec_end)
