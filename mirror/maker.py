@@ -58,7 +58,7 @@ from broker.client.producer import Producer
 from broker.client.zk_consumer import ConsumerTimeoutException, RawChunk, ZookeeperConsumerConnector
 from broker.cluster.ids import CLUSTER_ID_PATH
 from broker.cluster.zk import ZkClient
-from broker.protocol.batch import HEADER_SIZE
+from broker.protocol.records.layout import HEADER_SIZE
 from mirror.config import MirrorConfig, SourceConfig
 from mirror.errors import MirrorError
 from mirror.group_source import GroupSource

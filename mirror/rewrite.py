@@ -17,15 +17,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from broker.client.accumulator import VARINT_TABLE
-from broker.client.record_arrays import record_begins, record_spans, zigzag_size, zigzag_varints
-from broker.client.simple_consumer import iter_fetched_batches
-from broker.protocol import batch as B
 from broker.protocol.errors import InvalidRecordError
+from broker.protocol.records import Tail, iter_batches, records_of
+from broker.protocol.records.arrays import record_begins, record_spans, zigzag_size, zigzag_varints
+from broker.protocol.records.codec import SMALL_VARINTS
+from broker.protocol.records.codec import varint as _varint
+from broker.protocol.records.layout import CURRENT_MAGIC
 from broker.protocol.types import decode_varint, decode_varlong, encode_varint
 from mirror.origin import HEADER, parse_origin
 
-_TABLE = VARINT_TABLE  # zigzag varints of 0 .. 16383
+_TABLE = SMALL_VARINTS  # zigzag varints of 0 .. 16383
 _ORIGIN_KEY = HEADER.encode()
 _ORIGIN_HEAD = _TABLE[len(_ORIGIN_KEY)] + _ORIGIN_KEY  # the origin header's key, sized
 _POW10 = 10 ** np.arange(1, 19, dtype=np.int64)  # digits of n: how many of these are <= n, plus 1
@@ -41,10 +42,6 @@ class TargetBatch(NamedTuple):
     count: int
     base_ts: int
     max_ts: int
-
-
-def _varint(n: int) -> bytes:
-    return _TABLE[n] if 0 <= n < 16384 else encode_varint(n)
 
 
 class _Out:
@@ -81,29 +78,29 @@ def rewrite_chunk(data: bytes, min_offset: int, origin_prefix: bytes, target_clu
     bytes that do not parse; the CRCs are the fetcher's job (``RawChunk``)."""
     out = _Out()
     dropped = 0
-    for batch in iter_fetched_batches(data, verify=False):
-        if batch.magic != B.CURRENT_MAGIC:
+    for pos, batch in iter_batches(data, Tail.STOP, verify=False):
+        if batch.magic != CURRENT_MAGIC:
             raise InvalidRecordError(f"record magic {batch.magic} at offset {batch.base_offset}: "
                                      f"only v2 batches are rewritten")
         if not batch.readable(min_offset):
             continue
         if batch.log_append:
-            fixed = batch.max_ts
-        elif batch.base_ts < 0:
+            fixed = batch.max_timestamp
+        elif batch.base_timestamp < 0:
             fixed = now_ms
         else:
             fixed = None
         try:
-            buf, start, end = batch.records()
-            if fixed is None and batch.count >= PLAIN_MIN_RECORDS and batch.base_offset >= min_offset:
-                plain = _plain(buf, start, end, batch.count)
+            buf, start, end = records_of(data, pos, batch)
+            if fixed is None and batch.records_count >= PLAIN_MIN_RECORDS and batch.base_offset >= min_offset:
+                plain = _plain(buf, start, end, batch.records_count)
                 if plain is not None:
                     out.finish()
-                    _copy_plain(out, buf, plain, batch.base_offset, batch.base_ts, origin_prefix, max_bytes,
+                    _copy_plain(out, buf, plain, batch.base_offset, batch.base_timestamp, origin_prefix, max_bytes,
                                 max_count)
                     continue
-            dropped += _records(out, buf, start, end, batch.count, batch.base_offset, batch.base_ts, fixed,
-                                min_offset, origin_prefix, target_cluster, max_bytes, max_count)
+            dropped += _records(out, buf, start, end, batch.records_count, batch.base_offset, batch.base_timestamp,
+                                fixed, min_offset, origin_prefix, target_cluster, max_bytes, max_count)
         except (IndexError, ValueError) as exc:  # ValueError: ProtocolDecodeError too
             if isinstance(exc, InvalidRecordError):
                 raise
@@ -123,7 +120,7 @@ class _Plain(NamedTuple):
 
 
 def _plain(buf: bytes | bytearray, start: int, end: int, count: int) -> _Plain | None:
-    """The batch's record positions, decoded for all records at once (broker.client.record_arrays),
+    """The batch's record positions, decoded for all records at once (broker.protocol.records.arrays),
     or None when it is not plain or does not parse (the per-record path then copies it, or says
     what is wrong)."""
     u8 = np.frombuffer(buf, np.uint8)
@@ -228,6 +225,7 @@ def _records(out: _Out, buf: bytes, pos: int, end: int, count: int, base_offset:
         out.base_ts = src_base
     # the target batch's state, kept in locals and written back to ``out``
     i, size, max_ts, tbase = out.count, out.size, out.max_ts, out.base_ts
+    # the inlined varints below are broker.protocol.types.decode_varint's 1- and 2-byte cases (a call each costs more)
     for _ in range(count):
         b = buf[pos]
         if b < 0x80:

@@ -2,8 +2,8 @@
 
 The loader wants columns, not one Python object per record. So only the record boundaries
 are walked in Python (one length varint per record); every other field of every record is
-decoded at once with numpy, and keys and values become Arrow arrays cut out of the fetched
-bytes in C. The checks are the SimpleConsumer's: batch CRC, record lengths that add up to
+decoded at once with numpy (broker.protocol.records.arrays), and keys and values become Arrow
+arrays cut out of the fetched bytes in C. The checks are the SimpleConsumer's: batch CRC, record lengths that add up to
 the batch, fields that end where their record ends. Legacy v0/v1 message sets go through the
 SimpleConsumer's parser.
 """
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from broker.client.record_arrays import record_begins, record_spans, zigzag_varints
-from broker.client.simple_consumer import FetchedBatch, MessageAndMetadata, decode_message_set, iter_fetched_batches
-from broker.protocol import batch as B
+from broker.client.simple_consumer import MessageAndMetadata, decode_message_set
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
-from broker.protocol.types import decode_varint
+from broker.protocol.records import Tail, iter_batches, records_of
+from broker.protocol.records.arrays import Span, read_columns
+from broker.protocol.records.layout import CURRENT_MAGIC
 
 __all__ = ["RecordChunk", "decode_chunk"]
 
@@ -81,25 +81,11 @@ class RecordChunk:
 
 
 class _Region:
-    """Records to decode from one buffer: where each record begins, and its batch's fields."""
+    """Batches whose records are decoded together: one buffer and each batch's (start, end, header)."""
 
     def __init__(self, buf: bytes | bytearray) -> None:
         self.buf = buf
-        self.begins: list[int] = []
-        self.batch_ends: list[int] = []    # per batch: where its last record must end
-        self.counts: list[int] = []
-        self.base_offsets: list[int] = []
-        self.stamps: list[int] = []        # per batch: FetchedBatch.timestamp
-        self.log_append: list[bool] = []
-
-    def add_batch(self, pos: int, end: int, batch: FetchedBatch) -> None:
-        """Add a batch whose records are ``self.buf[pos:end]``."""
-        self.begins += record_begins(self.buf, pos, end, batch.count)
-        self.batch_ends.append(end)
-        self.counts.append(batch.count)
-        self.base_offsets.append(batch.base_offset)
-        self.stamps.append(batch.timestamp)
-        self.log_append.append(batch.log_append)
+        self.spans: list[Span] = []
 
 
 def _binary(buf: bytes | bytearray, u8: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -127,70 +113,18 @@ def _binary(buf: bytes | bytearray, u8: np.ndarray, starts: np.ndarray, lengths:
     return array.cast(pa.binary())
 
 
-def _headers(buf: bytes | bytearray, pos: int, end: int, count: int) -> list[tuple[str, bytes | None]]:
-    out = []
-    for _ in range(count):
-        n, pos = decode_varint(buf, pos, end)
-        if n < 0:
-            raise InvalidRecordError("a record header has a null key")
-        key = bytes(buf[pos:pos + n]).decode("utf-8")
-        pos += n
-        n, pos = decode_varint(buf, pos, end)
-        value = None if n < 0 else bytes(buf[pos:pos + n])
-        pos += max(n, 0)
-        out.append((key, value))
-    if pos != end:
-        raise InvalidRecordError(f"record headers end at byte {pos}, the record at {end}")
-    return out
-
-
 def _decode_region(topic: str, partition: int, region: _Region, min_offset: int) -> RecordChunk | None:
     """Every record of ``region`` at or above ``min_offset`` as columns."""
-    if not region.begins:
-        return None
     buf = region.buf
     if len(buf) > _MAX_BUFFER:
         raise InvalidRecordError(f"a fetched buffer of {len(buf)} bytes is above 2 GiB")
+    columns = read_columns(buf, region.spans, min_offset)
+    if columns is None:
+        return None
     u8 = np.frombuffer(buf, np.uint8)
-    begins = np.array(region.begins, np.int64)
-    counts = np.array(region.counts, np.int64)
-    body, ends = record_spans(u8, begins, np.array(region.batch_ends, np.int64), counts)
-    pos = body + 1  # attributes: unused
-    ts_delta, size = zigzag_varints(u8, pos)
-    pos += size
-    offset_delta, size = zigzag_varints(u8, pos, 5)
-    pos += size
-    key_len, size = zigzag_varints(u8, pos, 5)
-    key_at = pos + size
-    pos = key_at + np.maximum(key_len, 0)
-    value_len, size = zigzag_varints(u8, np.minimum(pos, len(u8) - 1), 5)
-    value_at = pos + size
-    pos = value_at + np.maximum(value_len, 0)
-    header_count, size = zigzag_varints(u8, np.minimum(pos, len(u8) - 1), 5)
-    pos += size
-    if (key_len < -1).any() or (value_len < -1).any() or (header_count < 0).any():
-        raise InvalidRecordError("a record has a negative key, value or header count")
-    plain = header_count == 0
-    if not np.array_equal(pos[plain], ends[plain]) or (pos > ends).any():
-        bad = int(np.nonzero((plain & (pos != ends)) | (pos > ends))[0][0])
-        raise InvalidRecordError(f"the fields of the record at byte {int(begins[bad])} do not match its length")
-    offsets = np.repeat(np.array(region.base_offsets, np.int64), counts) + offset_delta
-    stamps = np.repeat(np.array(region.stamps, np.int64), counts)
-    timestamps = np.where(np.repeat(np.array(region.log_append), counts), stamps, stamps + ts_delta)
-    keep = offsets >= min_offset
-    if not keep.all():
-        if not keep.any():
-            return None
-        offsets, timestamps, key_at, key_len, value_at, value_len, pos, ends, header_count = (
-            a[keep] for a in (offsets, timestamps, key_at, key_len, value_at, value_len, pos, ends, header_count))
-    headers = None
-    with_headers = np.nonzero(header_count)[0]
-    if len(with_headers):
-        headers = [[] for _ in range(len(offsets))]
-        for i in with_headers.tolist():
-            headers[i] = _headers(buf, int(pos[i]), int(ends[i]), int(header_count[i]))
-    return RecordChunk(topic, partition, offsets, timestamps, _binary(buf, u8, key_at, key_len),
-                       _binary(buf, u8, value_at, value_len), headers)
+    return RecordChunk(topic, partition, columns.offsets, columns.timestamps,
+                       _binary(buf, u8, columns.key_at, columns.key_len),
+                       _binary(buf, u8, columns.value_at, columns.value_len), columns.headers(buf))
 
 
 def _concat(chunks: list[RecordChunk]) -> RecordChunk:
@@ -224,19 +158,19 @@ def decode_chunk(topic: str, partition: int, data: bytes | bytearray | memoryvie
     legacy: list[MessageAndMetadata] = []
     next_offset = -1
     try:
-        for batch in iter_fetched_batches(buf):
-            batch_next = batch.next_offset
-            if batch.magic != B.CURRENT_MAGIC:
-                _, batch_next = decode_message_set(topic, partition, memoryview(buf)[batch.at:batch.end], min_offset,
+        for pos, header in iter_batches(buf, Tail.STOP):
+            batch_next = header.next_offset
+            if header.magic != CURRENT_MAGIC:
+                _, batch_next = decode_message_set(topic, partition, memoryview(buf)[pos:pos + header.size], min_offset,
                                                    legacy)
-            elif batch.readable(min_offset):
-                payload, start, end = batch.records()
+            elif header.readable(min_offset):
+                payload, start, end = records_of(buf, pos, header)
                 region = plain if payload is buf else inflated
                 if region is inflated:
                     start = len(inflated.buf)
                     inflated.buf += payload
                     end = len(inflated.buf)
-                region.add_batch(start, end, batch)
+                region.spans.append((start, end, header))
             next_offset = max(next_offset, batch_next)
         parts = [c for c in (_decode_region(topic, partition, plain, min_offset),
                              _decode_region(topic, partition, inflated, min_offset)) if c is not None]

@@ -12,46 +12,31 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-import crc32c
-
-from broker.protocol import batch as B
 from broker.protocol.compression import compress
+from broker.protocol.records.codec import NULL, SMALL_VARINTS, sized, varint
+from broker.protocol.records.layout import NO_SEQUENCE, build_batch
 from broker.protocol.types import encode_varint
 
 log = logging.getLogger(__name__)
 
-_TABLE_SIZE = 1 << 14
 #: zigzag varints of 0 .. 16383: record lengths, offset deltas, small timestamp deltas.
-_VARINT = [encode_varint(i) for i in range(_TABLE_SIZE)]
-VARINT_TABLE = _VARINT  # for other record writers (the mirror's rewrite): built once per process
-_NULL = b"\x01"  # varint(-1): a null key or value
+_VARINT = VARINT_TABLE = SMALL_VARINTS
+_TABLE_SIZE = len(_VARINT)
+_NULL = NULL
 _NO_HEADERS = b"\x00"
 _ATTRIBUTES = b"\x00"
-# After the CRC: attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId,
-# producerEpoch, baseSequence, recordsCount.  Before: baseOffset, batchLength, leader epoch,
-# magic, crc.
-_TAIL = struct.Struct(">hiqqqhii")
-_HEAD = struct.Struct(">qiibI")
 #: Bytes a record may need beyond its key and value (length, attributes, deltas, sizes).
 RECORD_OVERHEAD = 5 + 1 + 10 + 5 + 5 + 5 + 5
 
 _CALLBACK_LOCK = threading.Lock()
 
 
-def _varint(n: int) -> bytes:
-    return _VARINT[n] if 0 <= n < _TABLE_SIZE else encode_varint(n)
-
-
-def _sized(data: bytes | None) -> bytes:
-    if data is None:
-        return _NULL
-    return _varint(len(data)) + data
+_varint, _sized = varint, sized  # the names mirror.origin imports
 
 
 def encode_headers(headers: Any) -> bytes:
@@ -199,13 +184,9 @@ class ProducerBatch:
         """The v2 record batch (base offset 0), compressed once; cached for retries."""
         if self.encoded is None:
             payload = compress(compression, self.buf) if compression else self.buf
-            tail = _TAIL.pack(
-                compression, self.count - 1, self.base_ts, self.max_ts, producer_id, producer_epoch,
-                B.NO_SEQUENCE if self.sequence is None else self.sequence, self.count,
-            )
-            crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
-            length = B.HEADER_SIZE - B.LOG_OVERHEAD + len(payload)
-            self.encoded = b"".join((_HEAD.pack(0, length, -1, B.CURRENT_MAGIC, crc), tail, payload))
+            self.encoded = build_batch(payload, count=self.count, base_ts=self.base_ts, max_ts=self.max_ts,
+                                       attributes=compression, producer_id=producer_id, producer_epoch=producer_epoch,
+                                       base_sequence=NO_SEQUENCE if self.sequence is None else self.sequence)
         return self.encoded
 
     # completion ---------------------------------------------------------------------------

@@ -40,10 +40,10 @@ from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.client.metadata import ClusterMetadata, KafkaTimeoutError
 from broker.client.partitioner import load_partitioner
 from broker.config import ConfigError
-from broker.protocol import batch as B
 from broker.protocol.compression import CODEC_IDS, CODEC_NAMES
 from broker.protocol.errors import ErrorCode, MessageTooLargeError, error_class, error_for_code
 from broker.protocol.messages import ApiKey
+from broker.protocol.records import layout as B
 
 log = logging.getLogger(__name__)
 

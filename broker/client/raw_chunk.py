@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from broker.client.simple_consumer import decode_message_set, iter_fetched_batches
-from broker.protocol import batch as B
+from broker.client.simple_consumer import decode_message_set
 from broker.protocol.errors import KafkaError
+from broker.protocol.records import Tail, iter_batches
+from broker.protocol.records.layout import CURRENT_MAGIC
 
 if TYPE_CHECKING:
     from broker.client.simple_consumer import SimpleConsumer
@@ -57,13 +58,10 @@ def scan(data: bytes | bytearray) -> tuple[int, int, bool]:
     Checks each batch's length, magic and CRC (CorruptRecordError, InvalidRecordError), as the
     decoding fetch does; a trailing partial batch (a fetch cut at max_bytes) is left out."""
     end, next_offset, legacy = 0, -1, False
-    for batch in iter_fetched_batches(data):
-        end = batch.end
-        if batch.magic == B.CURRENT_MAGIC:
-            next_offset = batch.next_offset
-        else:
-            legacy = True  # the outer message's offset is the last offset it holds
-            next_offset = batch.base_offset + 1
+    for pos, header in iter_batches(data, Tail.STOP):
+        end = pos + header.size
+        next_offset = header.next_offset  # of a legacy message: its offset + 1, the last offset it holds
+        legacy = legacy or header.magic != CURRENT_MAGIC
     return end, next_offset, legacy
 
 

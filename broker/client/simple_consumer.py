@@ -20,20 +20,12 @@ below the requested offset or transaction markers), ``high_watermark`` and
 
 from __future__ import annotations
 
-import struct
-import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-import crc32c
-
 from broker.client.connection import BrokerConnection, BrokerConnectionError
-from broker.protocol import batch as B
-from broker.protocol.compression import decompress
 from broker.protocol.errors import (
-    CorruptRecordError,
     ErrorCode,
-    InvalidRecordError,
     KafkaError,
     LeaderNotAvailableError,
     NotLeaderOrFollowerError,
@@ -42,8 +34,9 @@ from broker.protocol.errors import (
     error_for_code,
 )
 from broker.protocol.messages import ApiKey
-from broker.protocol.records import decode_batches
-from broker.protocol.types import decode_varint, decode_varlong
+from broker.protocol.records import Tail, decode_batches, iter_batches, records_of
+from broker.protocol.records.layout import CURRENT_MAGIC
+from broker.protocol.records.unrolled import read_records_unrolled
 
 __all__ = [
     "EARLIEST_TIME",
@@ -57,8 +50,6 @@ __all__ = [
     "NotLeaderOrFollowerError",
     "UnknownTopicOrPartitionError",
     "decode_message_set",
-    "iter_fetched_batches",
-    "FetchedBatch",
 ]
 
 EARLIEST_TIME = -2  # kafka.api.OffsetRequest.EarliestTime
@@ -104,197 +95,8 @@ class MessageSet(list):
 
 
 # --- decoding -----------------------------------------------------------------------------------
-# A tight record parser: records are read straight from one bytes object, with the common
-# one- and two-byte varints decoded inline, and turned into MessageAndMetadata tuples without
-# intermediate objects. CRCs are checked per batch (crc32c is C). Legacy v0/v1 message sets
-# go through broker.protocol.records.
-
-_PREFIX = struct.Struct(">qi")
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_new = tuple.__new__
-_MAM = MessageAndMetadata
-
-
-def _parse_v2(topic: str, partition: int, batch: FetchedBatch, min_offset: int, out: list) -> None:
-    buf, pos, end = batch.records()
-    count, base_offset, base_ts, log_append = batch.count, batch.base_offset, batch.timestamp, batch.log_append
-    append = out.append
-    for _ in range(count):
-        # record length (varint)
-        b = buf[pos]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                length = (raw >> 1) ^ -(raw & 1)
-                pos += 2
-            else:
-                length, pos = decode_varint(buf, pos, end)
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            raise InvalidRecordError(f"record length {length} overruns the batch at offset {base_offset}")
-        pos += 1  # attributes
-        b = buf[pos]
-        if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            ts_delta, pos = decode_varlong(buf, pos, rec_end)
-        b = buf[pos]
-        if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            offset_delta, pos = decode_varint(buf, pos, rec_end)
-        # key
-        b = buf[pos]
-        if b == 1:  # -1: null key (the common case)
-            key = None
-            pos += 1
-        else:
-            if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                n, pos = decode_varint(buf, pos, rec_end)
-            if n < 0:
-                key = None
-            else:
-                key = buf[pos:pos + n]
-                pos += n
-        # value
-        b = buf[pos]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                n = (raw >> 1) ^ -(raw & 1)
-                pos += 2
-            else:
-                n, pos = decode_varint(buf, pos, rec_end)
-        if n < 0:
-            value = None
-        else:
-            value = buf[pos:pos + n]
-            pos += n
-        # headers
-        b = buf[pos]
-        if b == 0:
-            headers = []
-            pos += 1
-        else:
-            nh, pos = decode_varint(buf, pos, rec_end)
-            headers = []
-            for _h in range(nh):
-                hn, pos = decode_varint(buf, pos, rec_end)
-                if hn < 0:
-                    raise InvalidRecordError(f"null header key in batch at offset {base_offset}")
-                hkey = buf[pos:pos + hn].decode("utf-8")
-                pos += hn
-                hn, pos = decode_varint(buf, pos, rec_end)
-                if hn < 0:
-                    hvalue = None
-                else:
-                    hvalue = buf[pos:pos + hn]
-                    pos += hn
-                headers.append((hkey, hvalue))
-        if pos != rec_end:
-            raise InvalidRecordError(f"record in batch at offset {base_offset} does not match its length")
-        offset = base_offset + offset_delta
-        if offset >= min_offset:
-            append(_new(_MAM, (topic, partition, offset, key, value, headers,
-                               base_ts if log_append else base_ts + ts_delta)))
-    if pos != end:
-        raise InvalidRecordError(f"{end - pos} bytes after the last record of the batch at offset {base_offset}")
-
-
-class FetchedBatch(NamedTuple):
-    """One whole batch of fetched record bytes, ``data[at:at + size]``, as its header says.
-
-    For a legacy v0/v1 message set (``magic`` < 2) only ``at``, ``size``, ``magic`` and
-    ``base_offset`` mean anything; its next offset (-1 here) is known once it is decoded."""
-
-    data: bytes | bytearray
-    at: int
-    size: int
-    magic: int
-    base_offset: int
-    next_offset: int
-    count: int
-    attributes: int
-    base_ts: int
-    max_ts: int
-
-    @property
-    def end(self) -> int:
-        return self.at + self.size
-
-    @property
-    def compression(self) -> int:
-        return self.attributes & B.COMPRESSION_MASK
-
-    @property
-    def log_append(self) -> bool:
-        return bool(self.attributes & B.TIMESTAMP_TYPE_MASK)
-
-    @property
-    def timestamp(self) -> int:
-        """The base timestamp; with log-append time, the time of every record."""
-        return self.max_ts if self.log_append else self.base_ts
-
-    def readable(self, min_offset: int) -> bool:
-        """A v2 data batch with records at or past ``min_offset``."""
-        return (self.magic == B.CURRENT_MAGIC and not self.attributes & B.CONTROL_MASK and self.count > 0
-                and self.next_offset > min_offset)
-
-    def records(self) -> tuple[bytes | bytearray, int, int]:
-        """(buffer, start, end) of the batch's records, decompressed when the batch is compressed."""
-        start = self.at + B.HEADER_SIZE
-        if not self.compression:
-            return self.data, start, self.end
-        try:
-            payload = bytes(decompress(self.compression, memoryview(self.data)[start:self.end]))
-        except (ValueError, zlib.error) as exc:
-            raise InvalidRecordError(f"record batch at offset {self.base_offset} does not decompress: {exc}") from None
-        return payload, 0, len(payload)
-
-
-def iter_fetched_batches(data: bytes | bytearray, verify: bool = True) -> Iterator[FetchedBatch]:
-    """The whole batches of fetched record bytes, in order; a trailing partial batch (a fetch cut
-    at max_bytes) ends the walk. Checks lengths and magic, and with ``verify`` each v2 batch's
-    CRC: CorruptRecordError / InvalidRecordError on bad data."""
-    pos, end = 0, len(data)
-    view = memoryview(data)
-    while end - pos > B.MAGIC_POS:
-        base_offset, length = _PREFIX.unpack_from(data, pos)
-        size = length + B.LOG_OVERHEAD
-        if length < 0:
-            raise InvalidRecordError(f"negative batch length {length} at position {pos}")
-        if pos + size > end:
-            return
-        magic = data[pos + B.MAGIC_POS]
-        if magic == B.CURRENT_MAGIC:
-            if size < B.HEADER_SIZE:
-                raise InvalidRecordError(f"record batch length {length} is below the minimum at position {pos}")
-            (_, _, _, _, crc, attributes, last_delta, base_ts, max_ts, _, _, _, count) = _HEADER.unpack_from(data, pos)
-            if verify:
-                actual = crc32c.crc32c(view[pos + B.ATTRIBUTES_POS:pos + size])
-                if actual != crc:
-                    raise CorruptRecordError(f"record batch CRC mismatch at offset {base_offset}: "
-                                             f"stored {crc:#010x}, computed {actual:#010x}")
-            yield FetchedBatch(data, pos, size, magic, base_offset, base_offset + last_delta + 1, count, attributes,
-                               base_ts, max_ts)
-        elif magic in (0, 1):
-            yield FetchedBatch(data, pos, size, magic, base_offset, -1, 0, 0, -1, -1)
-        else:
-            raise InvalidRecordError(f"unknown record magic {magic} at position {pos}")
-        pos += size
+# v2 records go through broker.protocol.records.unrolled (the SimpleConsumer's hot loop), legacy
+# v0/v1 message sets through the reference reader, broker.protocol.records.decode_batches.
 
 
 def decode_message_set(topic: str, partition: int, data: bytes | bytearray | memoryview | None,
@@ -310,21 +112,18 @@ def decode_message_set(topic: str, partition: int, data: bytes | bytearray | mem
         return out, -1
     next_offset = -1
     buf = data if isinstance(data, bytes) else bytes(data)  # records come out as bytes slices
-    for batch in iter_fetched_batches(buf):
-        batch_next = batch.next_offset
-        if batch.magic != B.CURRENT_MAGIC:
-            for decoded in decode_batches(memoryview(buf)[batch.at:batch.end]):
+    for pos, header in iter_batches(buf, Tail.STOP):
+        batch_next = header.next_offset
+        if header.magic != CURRENT_MAGIC:
+            for decoded in decode_batches(memoryview(buf)[pos:pos + header.size]):
                 for r in decoded.records:
                     if r.offset >= min_offset:
-                        out.append(_MAM(topic, partition, r.offset, r.key, r.value, list(r.headers), r.timestamp))
+                        out.append(MessageAndMetadata(topic, partition, r.offset, r.key, r.value, list(r.headers),
+                                                      r.timestamp))
                 batch_next = decoded.header.next_offset
-        elif batch.readable(min_offset):
-            try:
-                _parse_v2(topic, partition, batch, min_offset, out)
-            except (IndexError, UnicodeDecodeError, ValueError) as exc:
-                if isinstance(exc, KafkaError):
-                    raise
-                raise InvalidRecordError(f"record batch at offset {batch.base_offset} does not parse: {exc}") from None
+        elif header.readable(min_offset):
+            payload, start, end = records_of(buf, pos, header)
+            read_records_unrolled(payload, start, end, header, min_offset, out, topic, partition, MessageAndMetadata)
         next_offset = max(next_offset, batch_next)
     return out, next_offset
 
@@ -456,7 +255,8 @@ class SimpleConsumer:
                 code = p["error_code"]
                 if code:
                     try:
-                        _raise_for(code, topic, partition, f" at offset {offset}" if code == ErrorCode.OFFSET_OUT_OF_RANGE else "")
+                        where = f" at offset {offset}" if code == ErrorCode.OFFSET_OUT_OF_RANGE else ""
+                        _raise_for(code, topic, partition, where)
                     except KafkaError as exc:
                         ms.error = exc
                 elif not decode:

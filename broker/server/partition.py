@@ -19,7 +19,6 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from broker.cluster.zk import PartitionState, ZkVersionConflictError
-from broker.protocol import batch
 from broker.protocol.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -27,6 +26,8 @@ from broker.protocol.errors import (
     NotEnoughReplicasError,
     UnknownLeaderEpochError,
 )
+from broker.protocol.records import iter_batches
+from broker.protocol.records import layout as batch
 from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.log import AppendResult, PartitionLog
 
@@ -287,7 +288,7 @@ class Partition:
     def follower_appended(self, records: Any, leader_high_watermark: int) -> None:
         """Record epochs of batches just appended as a follower and take the leader's HW."""
         latest = self.epochs.latest_epoch
-        for _, header in batch.iter_batches(records):
+        for _, header in iter_batches(records):
             if header.partition_leader_epoch > latest:
                 latest = header.partition_leader_epoch
                 self.epochs.assign(latest, header.base_offset)

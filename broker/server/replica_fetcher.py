@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, cast
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from broker.protocol import batch
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.messages import ApiKey
+from broker.protocol.records import layout as batch
 from broker.server.kafka_client import KafkaClientProtocol, connect
 from broker.storage.leader_epoch import UNDEFINED_EPOCH
 

@@ -21,17 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from broker.protocol.batch import (
-    ATTRIBUTES_POS,
-    CRC_POS,
-    MAX_TIMESTAMP_POS,
-    TIMESTAMP_TYPE_MASK,
-    BatchHeader,
-    compute_crc,
-    iter_batches,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
 from broker.protocol.errors import (
     InvalidRecordError,
     KafkaStorageError,
@@ -39,6 +28,17 @@ from broker.protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from broker.protocol.records.layout import (
+    ATTRIBUTES_POS,
+    CRC_POS,
+    MAX_TIMESTAMP_POS,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    compute_crc,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from broker.protocol.records.walker import Tail, iter_batches
 from broker.storage.checkpoint import fsync_dir
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
@@ -169,7 +169,8 @@ class PartitionLog:
         self._load(clean, recovery_point, log_start_offset, high_watermark, stats if stats is not None else LoadStats())
         return self
 
-    def _load(self, clean: bool, recovery_point: int, log_start_offset: int, high_watermark: int | None, stats: LoadStats) -> None:
+    def _load(self, clean: bool, recovery_point: int, log_start_offset: int, high_watermark: int | None,
+              stats: LoadStats) -> None:
         config = self.config
         bases = []
         names = os.listdir(self.dir)
@@ -321,7 +322,7 @@ class PartitionLog:
         config = self.config
         max_message = config.max_message_bytes
         batches: list[tuple[int, BatchHeader]] = []
-        for pos, header in iter_batches(records):
+        for pos, header in iter_batches(records, Tail.RAISE):
             if header.size > max_message:
                 raise MessageTooLargeError(f"record batch of {header.size} bytes exceeds max.message.bytes={max_message}")
             if header.records_count == 0:
@@ -374,7 +375,7 @@ class PartitionLog:
             expected = self._leo
             batches: list[tuple[int, BatchHeader]] = []
             entries: list[BatchEntry] = []
-            for pos, header in iter_batches(records):
+            for pos, header in iter_batches(records, Tail.RAISE):
                 if header.base_offset < expected or header.last_offset_delta < 0:
                     raise InvalidRecordError(
                         f"follower append: batch at offset {header.base_offset} does not follow offset {expected - 1}"
@@ -393,7 +394,8 @@ class PartitionLog:
             self.flush()
         return AppendResult(first, expected - 1, -1, lso, False)
 
-    def _write(self, records: bytearray | memoryview | bytes, entries: list[BatchEntry], first: int, next_offset: int, now: int) -> None:
+    def _write(self, records: bytearray | memoryview | bytes, entries: list[BatchEntry], first: int, next_offset: int,
+               now: int) -> None:
         seg = self._segments[-1]
         if self._should_roll(seg, len(records), next_offset - 1, now):
             seg = self._roll(first)

@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from broker.protocol.batch import BatchHeader
 from broker.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from broker.protocol.records.layout import BatchHeader
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,8 @@ class ProducerStateManager:
             pending[pid] = (header.producer_epoch, header.last_sequence)
         return None
 
-    def update(self, batches: Sequence[tuple[int, BatchHeader]], offsets: Iterable[tuple[int, int, int, int]], now_ms: int) -> None:
+    def update(self, batches: Sequence[tuple[int, BatchHeader]], offsets: Iterable[tuple[int, int, int, int]],
+               now_ms: int) -> None:
         """Record appended batches; ``offsets`` are (pos, base offset, max timestamp, size) per batch."""
         for (_, header), (_, base_offset, max_ts, _) in zip(batches, offsets):
             if _has_sequence(header):

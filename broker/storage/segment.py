@@ -6,18 +6,19 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 
-from broker.protocol.batch import (
+from broker.protocol.errors import KafkaStorageError
+from broker.protocol.records.layout import (
     COMPRESSION_MASK,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     TIMESTAMP_TYPE_MASK,
     BatchHeader,
-    check_batch,
     read_header,
     read_prefix,
 )
-from broker.protocol.errors import CorruptRecordError, InvalidRecordError, KafkaStorageError
+from broker.protocol.records.walker import Tail, iter_batches
+from broker.protocol.types import decode_varint, decode_varlong
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import SegmentFile
 from broker.storage.index import CorruptIndexError, OffsetIndex, TimeIndex, fsync_path
@@ -38,7 +39,8 @@ def file_name(base_offset: int, suffix: str) -> str:
 class LogSegment:
     """A ``.log`` file plus ``.index`` and ``.timeindex``; the log appends only to its last one."""
 
-    def __init__(self, directory: str, base_offset: int, config: LogConfig, file: SegmentFile, size: int, *, on_disk: bool) -> None:
+    def __init__(self, directory: str, base_offset: int, config: LogConfig, file: SegmentFile, size: int, *,
+                 on_disk: bool) -> None:
         self.base_offset = base_offset
         self.file = file
         self.size = size
@@ -47,7 +49,8 @@ class LogSegment:
             os.path.join(directory, file_name(base_offset, ".index")), base_offset, config.segment_index_bytes, on_disk=on_disk
         )
         self.time_index = TimeIndex(
-            os.path.join(directory, file_name(base_offset, ".timeindex")), base_offset, config.segment_index_bytes, on_disk=on_disk
+            os.path.join(directory, file_name(base_offset, ".timeindex")), base_offset, config.segment_index_bytes,
+            on_disk=on_disk,
         )
         # Exact only once the segment has been appended to, scanned, or its tail read.
         self.next_offset = base_offset
@@ -125,7 +128,7 @@ class LogSegment:
 
     # -- append -------------------------------------------------------------------------------
 
-    def append(self, data: bytearray | memoryview, entries: Sequence[BatchEntry], next_offset: int, now_ms: int) -> None:
+    def append(self, data: bytes | bytearray | memoryview, entries: Sequence[BatchEntry], next_offset: int, now_ms: int) -> None:
         """Write ``data`` (whole batches, offsets stamped) with one write call and index it."""
         start = self.size
         fd = self.file.fileno()
@@ -256,30 +259,26 @@ class LogSegment:
         self._reset_state()
         size = self.file.size()
         pos = 0
-        buf = b""
-        buf_pos = 0
         expected = self.base_offset
+        want = RECOVERY_CHUNK
         while pos < size:
-            off = pos - buf_pos
-            if off + LOG_OVERHEAD > len(buf):
-                buf, buf_pos, off = self.file.pread(min(RECOVERY_CHUNK, size - pos), pos), pos, 0
-                if len(buf) < LOG_OVERHEAD:
+            buf = self.file.pread(min(want, size - pos), pos)
+            walked = 0
+            for off, header in iter_batches(buf, Tail.TRUNCATE):
+                if (header.base_offset < expected or header.last_offset_delta < 0
+                        or header.last_offset - self.base_offset > INT_MAX):
                     break
-            _, length = read_prefix(buf, off)
-            batch_size = length + LOG_OVERHEAD
-            if length < MIN_BATCH_LENGTH or pos + batch_size > size:
+                self._index_batch(pos + off, header.base_offset, header.max_timestamp, header.size)
+                expected = header.next_offset
+                walked = off + header.size
+            else:  # the walk ended at the chunk's end, or at a partial or damaged batch
+                pos += walked
+                want = _cut_by_chunk(buf, walked, size - pos)
+                if want:
+                    continue
                 break
-            if off + batch_size > len(buf):
-                buf, buf_pos, off = self.file.pread(min(max(RECOVERY_CHUNK, batch_size), size - pos), pos), pos, 0
-            try:
-                header = check_batch(buf, off, off + batch_size)
-            except (InvalidRecordError, CorruptRecordError):
-                break
-            if header.base_offset < expected or header.last_offset_delta < 0 or header.last_offset - self.base_offset > INT_MAX:
-                break
-            self._index_batch(pos, header.base_offset, header.max_timestamp, batch_size)
-            expected = header.next_offset
-            pos += batch_size
+            pos += walked  # a batch out of order
+            break
         self.next_offset = expected
         cut = size - pos
         if cut:
@@ -333,19 +332,17 @@ class LogSegment:
         return removed
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint/varlong at ``pos``: (value, next position)."""
-    shift = 0
-    raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
+def _cut_by_chunk(buf: bytes, at: int, file_left: int) -> int:
+    """Bytes to read from ``at`` on when the walk of ``buf`` ended there only because the chunk
+    cut the next batch (the file holds more of it), else 0: the batch is damaged or partial."""
+    left = len(buf) - at
+    if left < LOG_OVERHEAD:
+        return RECOVERY_CHUNK if file_left > left else 0
+    _, length = read_prefix(buf, at)
+    batch_size = length + LOG_OVERHEAD
+    if length < MIN_BATCH_LENGTH or batch_size <= left or batch_size > file_left:
+        return 0
+    return max(RECOVERY_CHUNK, batch_size)
 
 
 def _first_record_at(batch: bytes, header: BatchHeader, timestamp: int, min_offset: int) -> tuple[int, int] | None:
@@ -353,10 +350,10 @@ def _first_record_at(batch: bytes, header: BatchHeader, timestamp: int, min_offs
     pos = HEADER_SIZE
     try:
         for _ in range(header.records_count):
-            length, pos = _varint(batch, pos)
+            length, pos = decode_varint(batch, pos)
             end = pos + length
-            ts_delta, p = _varint(batch, pos + 1)  # skip the attributes byte
-            offset_delta, _ = _varint(batch, p)
+            ts_delta, p = decode_varlong(batch, pos + 1)  # skip the attributes byte
+            offset_delta, _ = decode_varint(batch, p)
             ts = header.base_timestamp + ts_delta
             offset = header.base_offset + offset_delta
             if ts >= timestamp and offset >= min_offset:

@@ -7,10 +7,10 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.protocol import batch
 from broker.protocol.compression import codec_name
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records import decode_batches
+from broker.protocol.records import layout as batch
 from broker.storage.index import read_offset_index_entries, read_time_index_entries
 from broker.tools import CommandError
 

@@ -12,10 +12,10 @@ import pytest
 
 from broker.client.accumulator import ProducerBatch
 from broker.client.raw_chunk import RawChunk, scan
-from broker.protocol import batch as B
 from broker.protocol.compression import CODEC_IDS
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records import Record, decode_batches, encode_batch
+from broker.protocol.records import layout as B
 from mirror.maker import MirrorMaker
 from mirror.origin import HEADER
 from mirror.rewrite import rewrite_chunk

@@ -10,9 +10,9 @@ import crc32c
 import pytest
 
 from broker.client.simple_consumer import decode_message_set
-from broker.protocol import batch as B
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records import encode_batch, encode_message_set
+from broker.protocol.records import layout as B
 from pipelines.record_columns import RecordChunk, decode_chunk
 
 BASE_MS = 1_767_225_600_000

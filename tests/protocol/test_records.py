@@ -11,7 +11,6 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
 from kafka.record.memory_records import MemoryRecords  # noqa: E402
 
-from broker.protocol import batch as B
 from broker.protocol.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records import (
@@ -22,6 +21,7 @@ from broker.protocol.records import (
     encode_batch,
     encode_message_set,
 )
+from broker.protocol.records import layout as B
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 SAMPLE = [

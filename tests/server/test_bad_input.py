@@ -10,11 +10,11 @@ import uuid
 import pytest
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
-from broker.protocol import batch
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import encode_batch, encode_message_set
+from broker.protocol.records import layout as batch
 
 
 def _host_port(broker) -> tuple[str, int]:

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.protocol import batch
 from broker.protocol.compression import codec_id
+from broker.protocol.records import iter_batches
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -73,7 +73,7 @@ def test_round_trip_every_codec(broker, codec):
         assert msg.timestamp()[1] == record["timestamp"]
     # The batches are stored as the client compressed them: the broker does not recompress.
     segment = (broker.log_dir / "data" / f"{topic}-0" / f"{0:020d}.log").read_bytes()
-    codecs = {header.compression for _, header in batch.iter_batches(segment)}
+    codecs = {header.compression for _, header in iter_batches(segment)}
     assert codecs == {codec_id(codec)}
 
 

@@ -2,34 +2,9 @@
 
 from __future__ import annotations
 
-import struct
-
-import crc32c
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-
-
-def _zigzag_varint(n: int) -> bytes:
-    raw = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def _record(offset_delta: int, ts_delta: int, value: bytes, key: bytes | None) -> bytes:
-    body = bytearray(b"\x00")
-    body += _zigzag_varint(ts_delta)
-    body += _zigzag_varint(offset_delta)
-    if key is None:
-        body += _zigzag_varint(-1)
-    else:
-        body += _zigzag_varint(len(key)) + key
-    body += _zigzag_varint(len(value)) + value
-    body += _zigzag_varint(0)  # no headers
-    return _zigzag_varint(len(body)) + bytes(body)
+from broker.protocol.records import Tail, iter_batches, read_records, records_of
+from broker.protocol.records import layout as L
+from broker.protocol.records.codec import encode_record
 
 
 def build_batch(
@@ -50,15 +25,10 @@ def build_batch(
         timestamps = [base_timestamp + i for i in range(len(values))]
     first_ts = timestamps[0]
     keys = keys or [None] * len(values)
-    records = b"".join(_record(i, ts - first_ts, v, k) for i, (v, ts, k) in enumerate(zip(values, timestamps, keys)))
-    batch_length = _HEADER.size - 12 + len(records)
-    buf = bytearray(_HEADER.size) + records
-    _HEADER.pack_into(
-        buf, 0, base_offset, batch_length, -1, 2, 0, attributes, len(values) - 1,
-        first_ts, max(timestamps), producer_id, producer_epoch, base_sequence, len(values),
-    )
-    struct.pack_into(">I", buf, 17, crc32c.crc32c(memoryview(buf)[21:]))
-    return buf
+    records = b"".join(encode_record(i, ts - first_ts, k, v, ()) for i, (v, ts, k) in enumerate(zip(values, timestamps, keys)))
+    return bytearray(L.build_batch(records, count=len(values), base_ts=first_ts, max_ts=max(timestamps), attributes=attributes,
+                                   base_offset=base_offset, producer_id=producer_id, producer_epoch=producer_epoch,
+                                   base_sequence=base_sequence))
 
 
 def batch_of_size(size: int, *, count: int = 1, **kwargs) -> bytearray:
@@ -70,35 +40,7 @@ def batch_of_size(size: int, *, count: int = 1, **kwargs) -> bytearray:
 def values_in(data: bytes) -> list[tuple[int, bytes]]:
     """(offset, value) of every record in whole batches of ``data`` (a trailing partial batch is ignored)."""
     out = []
-    pos = 0
-    while pos + 61 <= len(data):
-        base_offset, length = struct.unpack_from(">qi", data, pos)
-        size = length + 12
-        if pos + size > len(data):
-            break
-        count = struct.unpack_from(">i", data, pos + 57)[0]
-        p = pos + 61
-        for _ in range(count):
-            rec_len, p = _read_varint(data, p)
-            end = p + rec_len
-            p += 1
-            _, p = _read_varint(data, p)
-            offset_delta, p = _read_varint(data, p)
-            key_len, p = _read_varint(data, p)
-            p += max(key_len, 0)
-            value_len, p = _read_varint(data, p)
-            out.append((base_offset + offset_delta, bytes(data[p : p + value_len])))
-            p = end
-        pos += size
+    for pos, header in iter_batches(bytes(data), Tail.STOP, verify=False):
+        buf, start, end = records_of(data, pos, header)
+        out += [(r.offset, r.value) for r in read_records(buf, start, end, header)]
     return out
-
-
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = raw = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7

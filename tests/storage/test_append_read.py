@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.batch import TIMESTAMP_TYPE_MASK, check_batch, read_header
 from broker.protocol.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -16,6 +15,7 @@ from broker.protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from broker.protocol.records.layout import TIMESTAMP_TYPE_MASK, check_batch, read_header
 from tests.storage.batches import batch_of_size, build_batch, values_in
 from tests.storage.helpers import FakeClock, open_log, read_from, segment_files
 

@@ -48,7 +48,7 @@ def test_logs_spread_over_directories(tmp_path) -> None:
     mgr.shutdown()
     assert all((d / CLEAN_SHUTDOWN_FILE).exists() for d in dirs)
     again = LogManager([str(d) for d in dirs], LogConfig())
-    assert [(l.topic, l.partition) for l in again.all_logs()] == [("t", p) for p in range(4)]
+    assert [(log.topic, log.partition) for log in again.all_logs()] == [("t", p) for p in range(4)]
     assert read_from(again.get("t", 3), 0) == [(0, b"3")]
     again.shutdown()
 
@@ -74,7 +74,7 @@ def test_retention_and_flush_passes(tmp_path) -> None:
     clock = FakeClock(1_000_000)
     mgr = LogManager([str(tmp_path)], LogConfig(segment_bytes=300, retention_ms=1000, flush_ms=500), time_ms=clock)
     log = mgr.get_or_create("t", 0)
-    for i in range(10):
+    for _ in range(10):
         log.append(build_batch([b"x" * 30], base_timestamp=clock.now - 5000))
     assert mgr.flush_pass(clock.now + 499) == 1  # only the rolled segments are due
     assert log.recovery_point == log.segment_base_offsets()[-1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.batch import HEADER_SIZE, read_header
+from broker.protocol.records.layout import HEADER_SIZE, read_header
 from tests.storage.batches import build_batch
 from tests.storage.helpers import open_log
 

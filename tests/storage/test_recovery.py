@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.batch import read_header
+from broker.protocol.records.layout import read_header
 from broker.storage import CLEAN_SHUTDOWN_FILE, LogConfig, LogManager
 from broker.storage.index import read_offset_index_entries, read_time_index_entries
 from tests.storage.batches import build_batch
@@ -221,6 +221,27 @@ def test_topic_names_with_dashes_and_stray_dirs(tmp_path) -> None:
     (tmp_path / "not_a_log").mkdir()
     (tmp_path / "old-0.abc123-delete").mkdir()
     again = _manager([tmp_path])
-    assert [(l.topic, l.partition) for l in again.all_logs()] == [("my-dashed-topic", 12)]
+    assert [(log.topic, log.partition) for log in again.all_logs()] == [("my-dashed-topic", 12)]
     assert not (tmp_path / "old-0.abc123-delete").exists()
     again.shutdown()
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chunk=st.integers(30, 400), cut=st.integers(1, 150))
+def test_recovery_reads_on_past_batches_its_chunk_cuts(tmp_path_factory, monkeypatch, chunk, cut) -> None:
+    """Recovery reads the file in chunks; a batch a chunk cuts is read whole, not taken for damage."""
+    import broker.storage.segment as segment
+
+    monkeypatch.setattr(segment, "RECOVERY_CHUNK", chunk)
+    path = tmp_path_factory.mktemp("chunks") / "events-0"
+    log = open_log(path)
+    for i in range(8):
+        log.append(build_batch([b"v%d" % i * (10 + 20 * i)], base_timestamp=10_000 + i))
+    log.abandon()
+    last = path / segment_files(path)[-1]
+    layout = batch_layout(last)
+    last.write_bytes(last.read_bytes()[:-cut])  # the last batch is partial
+    reopened = open_log(path, clean=False, recovery_point=0)
+    assert reopened.log_end_offset == 7
+    assert [o for o, _ in read_from(reopened, 0)] == list(range(7))
+    assert last.stat().st_size == layout[-1][0]

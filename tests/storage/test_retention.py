@@ -57,7 +57,7 @@ def test_retention_forever_and_compact_keep_everything(tmp_path) -> None:
 
 def test_retention_by_bytes(tmp_path) -> None:
     log = open_log(tmp_path / "t-0", segment_bytes=600, retention_bytes=1500)
-    for i in range(30):
+    for _ in range(30):
         log.append(batch_of_size(190, base_timestamp=10**12))  # timestamps far in the future: size only
     sizes_before = [os.path.getsize(tmp_path / "t-0" / f) for f in segment_files(tmp_path / "t-0")]
     deleted = log.delete_expired_segments(0)

@@ -1,15 +1,14 @@
-"""The fixed 61-byte header of a v2 record batch: read it, check it, restamp its offset.
+"""The fixed 61-byte header of a v2 record batch, declared once: field positions, struct
+formats, attribute bits; read it, check it, write it, restamp its offset.
 
-The broker never parses the records inside a batch on the produce path; everything it needs
-(offsets, timestamps, producer id and sequence, CRC) is in this header. Storage (recovery,
-indexes) and the server (produce validation) both use this module. Field positions follow
-Kafka's DefaultRecordBatch layout.
+Everyone who reads or writes a batch header uses this module: the broker's produce path and
+storage (which never parse the records inside), the producer's accumulator, the consumers,
+the mirror and the loader. Field positions follow Kafka's DefaultRecordBatch layout.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from typing import NamedTuple
 
 import crc32c
@@ -44,14 +43,20 @@ CONTROL_MASK = 0x20
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_PREFIX = struct.Struct(">qi")
+HEADER = struct.Struct(">qiibIhiqqqhii")  # every field, baseOffset to recordsCount
+PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: all a legacy message shares with v2
+HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
+TAIL = struct.Struct(">hiqqqhii")  # what the CRC covers: attributes .. recordsCount
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 
 
 class BatchHeader(NamedTuple):
-    """The decoded header of one v2 record batch."""
+    """The decoded header of one v2 record batch.
+
+    The batch walker also gives one for a legacy v0/v1 message (``magic`` < 2): there only
+    ``base_offset``, ``batch_length`` and ``magic`` are read, and ``next_offset`` is
+    ``base_offset + 1`` (an outer legacy message carries the last offset it holds)."""
 
     base_offset: int
     batch_length: int
@@ -85,6 +90,16 @@ class BatchHeader(NamedTuple):
         return self.attributes & COMPRESSION_MASK
 
     @property
+    def log_append(self) -> bool:
+        """Timestamps are the broker's (LogAppendTime): every record's is ``max_timestamp``."""
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
+
+    @property
+    def timestamp(self) -> int:
+        """The base timestamp; with log-append time, the time of every record."""
+        return self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else self.base_timestamp
+
+    @property
     def is_transactional(self) -> bool:
         return bool(self.attributes & TRANSACTIONAL_MASK)
 
@@ -98,15 +113,25 @@ class BatchHeader(NamedTuple):
             return NO_SEQUENCE
         return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
 
+    def readable(self, min_offset: int) -> bool:
+        """A v2 data batch (not a control batch) with records at or past ``min_offset``."""
+        return (self.magic == CURRENT_MAGIC and not self.attributes & CONTROL_MASK and self.records_count > 0
+                and self.base_offset + self.last_offset_delta >= min_offset)
+
+
+def legacy_header(base_offset: int, batch_length: int, magic: int) -> BatchHeader:
+    """The header the batch walker gives for an outer legacy v0/v1 message (see BatchHeader)."""
+    return BatchHeader(base_offset, batch_length, -1, magic, 0, 0, 0, -1, -1, NO_PRODUCER_ID, -1, NO_SEQUENCE, 0)
+
 
 def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Decode the header of the batch starting at ``pos``; the caller checks it is whole."""
-    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return BatchHeader._make(HEADER.unpack_from(buf, pos))
 
 
 def read_prefix(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
     """(base_offset, batch_length) of the batch at ``pos``; needs only 12 bytes."""
-    return _PREFIX.unpack_from(buf, pos)
+    return PREFIX.unpack_from(buf, pos)
 
 
 def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
@@ -139,29 +164,22 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | No
     return header
 
 
-def iter_batches(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-    """Yield (position, header) of each whole batch in a run of batches, validating each.
-
-    A trailing partial batch raises InvalidRecordError: on the produce path a request must
-    hold only whole batches.
-    """
-    end = len(buf) if end is None else end
-    while pos < end:
-        header = check_batch(buf, pos, end)
-        yield pos, header
-        pos += header.size
+def attributes_of(compression: int = 0, log_append_time: bool = False, transactional: bool = False,
+                  control: bool = False) -> int:
+    """The attributes field of a v2 batch."""
+    return (compression | (TIMESTAMP_TYPE_MASK if log_append_time else 0) | (TRANSACTIONAL_MASK if transactional else 0)
+            | (CONTROL_MASK if control else 0))
 
 
-def scan_valid_prefix(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
-    """Yield whole, valid batches until the first damaged or partial one; used by recovery."""
-    end = len(buf) if end is None else end
-    while pos < end:
-        try:
-            header = check_batch(buf, pos, end)
-        except (InvalidRecordError, CorruptRecordError):
-            return
-        yield pos, header
-        pos += header.size
+def build_batch(payload: bytes | bytearray, *, count: int, base_ts: int, max_ts: int, attributes: int = 0,
+                base_offset: int = 0, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                base_sequence: int = NO_SEQUENCE, partition_leader_epoch: int = -1) -> bytes:
+    """A whole v2 batch: the header (offset deltas 0..count-1, CRC computed) and ``payload``,
+    the records as they go on the wire (compressed already when ``attributes`` say so)."""
+    tail = TAIL.pack(attributes, count - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, count)
+    crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
+    head = HEAD.pack(base_offset, MIN_BATCH_LENGTH + len(payload), partition_leader_epoch, CURRENT_MAGIC, crc)
+    return b"".join((head, tail, payload))
 
 
 def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
