@@ -16,7 +16,6 @@ shrinks and expansions are counted by the leader when its ISR change is recorded
 
 from __future__ import annotations
 
-import struct
 import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,10 @@ from twisted.web import resource, server
 
 from broker.metrics_text import CONTENT_TYPE as _CONTENT_TYPE
 from broker.metrics_text import LATENCY_BUCKETS, Exposition, Histogram
+from broker.protocol.errors import InvalidRecordError
 from broker.protocol.messages import ApiKey
+from broker.protocol.records import Tail, iter_batches
+from broker.protocol.records.layout import CURRENT_MAGIC
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -35,26 +37,19 @@ __all__ = ["LATENCY_BUCKETS", "CONTENT_TYPE", "BrokerMetrics", "Histogram", "cou
 
 CONTENT_TYPE = _CONTENT_TYPE.encode()
 
-_BATCH_HEADER = struct.Struct(">qiib")  # base offset, batch length, leader epoch, magic
-_V2_RECORD_COUNT_AT = 57
 
 
 def count_records(data: Any) -> int:
     """Records in a produce payload: v2 batches by their header count, a legacy message set
-    by its entries (a compressed wrapper counts as one)."""
-    if not data:
-        return 0
-    view = memoryview(data)
-    n, pos, total = 0, 0, len(view)
-    while pos + 17 <= total:
-        _, length, _, magic = _BATCH_HEADER.unpack_from(view, pos)
-        if length <= 0:
-            break
-        if magic >= 2 and pos + _V2_RECORD_COUNT_AT + 4 <= total:
-            n += struct.unpack_from(">i", view, pos + _V2_RECORD_COUNT_AT)[0]
-        else:
-            n += 1
-        pos += 12 + length
+    by its entries (a compressed wrapper counts as one). Bytes that do not walk are counted
+    as far as they go: the append that follows refuses them."""
+    n = 0
+    if data:
+        try:
+            for _, header in iter_batches(data, Tail.STOP, verify=False):
+                n += header.records_count if header.magic >= CURRENT_MAGIC else 1
+        except InvalidRecordError:
+            pass
     return n
 
 

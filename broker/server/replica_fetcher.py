@@ -16,6 +16,7 @@ from twisted.logger import Logger
 
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.messages import ApiKey
+from broker.protocol.records import Tail, iter_batches
 from broker.protocol.records import layout as batch
 from broker.server.kafka_client import KafkaClientProtocol, connect
 from broker.storage.leader_epoch import UNDEFINED_EPOCH
@@ -43,14 +44,10 @@ class FetchState:
 def whole_batches(records: Any) -> Any:
     """The prefix of ``records`` made of whole batches (a fetch may end in a partial one)."""
     view = memoryview(records)
-    pos = 0
-    while pos + batch.LOG_OVERHEAD <= len(view):
-        _, length = batch.read_prefix(view, pos)
-        end = pos + batch.LOG_OVERHEAD + length
-        if end > len(view):
-            break
-        pos = end
-    return view[:pos]
+    end = 0
+    for pos, header in iter_batches(view, Tail.STOP, verify=False):
+        end = pos + header.size
+    return view[:end]
 
 
 class ReplicaFetcher:
