@@ -25,7 +25,7 @@ from broker.client.partitioner import (
     murmur2_partition,
 )
 from broker.client.producer import Producer, ProducerClosedError
-from broker.client.rebalance import Blacklist, Whitelist, range_assign
+from broker.client.rebalance import Blacklist, Whitelist
 from broker.client.simple_consumer import (
     EARLIEST_TIME,
     LATEST_TIME,

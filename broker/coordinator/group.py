@@ -124,9 +124,10 @@ class Group:
             self._prepare_rebalance()
             self._maybe_complete_join()
             return None
-        member = self.members.get(member_id)
-        if member is None:
+        known = self.members.get(member_id)
+        if known is None:
             return respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+        member = known
         changed = member.protocols != protocols
         member.protocols = protocols
         member.session_timeout_ms = session_timeout_ms
@@ -210,7 +211,8 @@ class Group:
         for member in self.members.values():
             cb, member.awaiting_join = member.awaiting_join, None
             self._schedule_expiry(member)
-            cb(self._join_response(member))
+            if cb is not None:
+                cb(self._join_response(member))
 
     def _select_protocol(self) -> str:
         members = list(self.members.values())

@@ -49,7 +49,7 @@ def decode_uvarint(buf: BytesLike, pos: int, end: int | None = None, max_bytes: 
     """Read an unsigned varint at ``pos``; return (value, next position)."""
     end = len(buf) if end is None else end
     value = shift = 0
-    for i in range(max_bytes):
+    for _ in range(max_bytes):
         if pos >= end:
             raise ProtocolDecodeError("varint runs past the end of the buffer")
         byte = buf[pos]
