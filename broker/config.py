@@ -261,7 +261,7 @@ BROKER_CONFIG = ConfigDef(
         _k("log.retention.ms", Type.DURATION, None),
         _k("log.retention.bytes", Type.LONG, _topic_default("retention.bytes")),
         _k("log.retention.check.interval.ms", Type.DURATION, 300000, 1),
-        _k("log.cleanup.policy", Type.LIST, [_topic_default("cleanup.policy")],
+        _k("log.cleanup.policy", Type.LIST, TOPIC_CONFIG["cleanup.policy"].default,
            validator=TOPIC_CONFIG["cleanup.policy"].validator),
         _k("log.flush.interval.messages", Type.LONG, _topic_default("flush.messages"), 1),
         _k("log.flush.interval.ms", Type.DURATION, None),  # None: log.flush.scheduler.interval.ms

@@ -255,9 +255,9 @@ Validator = Callable[[Any], None]
 class Key:
     """One configuration key, declared once.
 
-    ``default`` is the parsed value (``NO_DEFAULT``: required; None: unset, the config says what
-    applies). ``validator`` raises ValueError(reason); ``convert`` turns the checked value into
-    the form the config holds (acks ``all`` -> -1, say)."""
+    ``default`` is a typed value as a user would write it (``NO_DEFAULT``: required; None: unset,
+    the config says what applies). ``validator`` raises ValueError(reason); ``convert`` turns a
+    checked value, the default too, into the form the config holds (acks ``all`` -> -1, say)."""
 
     name: str
     type: Type
@@ -293,8 +293,10 @@ class Key:
         return self.convert(parsed) if self.convert is not None else parsed
 
     def default_value(self) -> Any:
-        """A fresh copy of the default (lists and dicts are never shared)."""
-        return copy.copy(self.default)
+        """The default in the config's form, a fresh copy (lists and dicts are never shared)."""
+        if self.convert is None or self.default is None or self.required:
+            return copy.copy(self.default)
+        return self.convert(copy.copy(self.default))
 
 
 class ConfigDef:
@@ -341,7 +343,8 @@ class ConfigDef:
         return self.aliases.get(name, name)
 
     def default(self, name: str) -> Any:
-        return self.keys[name].default
+        """A key's default in the config's form (converted)."""
+        return self.keys[name].default_value()
 
     def parse_value(self, name: str, value: Any, label: str | None = None) -> Any:
         """One key's value, typed and validated."""

@@ -50,7 +50,7 @@ TOPIC_CONFIG = ConfigDef(
         Key("max.message.bytes", Type.INT, 1048588, Range(0), "The largest batch accepted, after compression."),
         Key("message.timestamp.type", Type.STRING, CREATE_TIME, OneOf((CREATE_TIME, LOG_APPEND_TIME)),
             "`CreateTime` or `LogAppendTime`."),
-        Key("cleanup.policy", Type.LIST, "delete",
+        Key("cleanup.policy", Type.LIST, ["delete"],
             ValidList(CLEANUP_POLICIES, "expected delete, compact or compact,delete"),
             "`delete`, `compact` or `compact,delete`.", convert=_cleanup_policy),
         Key("min.insync.replicas", Type.INT, 1, Range(1), "The smallest ISR for which an `acks=all` produce succeeds."),
