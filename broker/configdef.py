@@ -47,8 +47,15 @@ class ConfigError(ValueError):
         self.key = key
 
 
-def invalid_value(key: str, value: Any, reason: str) -> ConfigError:
-    """The one error of a bad value: ``Invalid value 'x' for configuration k: reason``."""
+def invalid_value(key: str, value: Any, reason: str, *, path_first: bool = False) -> ConfigError:
+    """The one error of a bad value: ``Invalid value 'x' for configuration k: reason``.
+
+    ``path_first``: the same facts led by the key, for YAML files whose errors begin with the
+    key's path: ``out_of_range: 'skip' is not one of fail, earliest`` (a reason that is a
+    predicate follows the value), ``fetch.max.bytes: 10: must be at least 1024``."""
+    if path_first:
+        joint = " " if reason.startswith(("is ", "must ")) else ": "
+        return ConfigError(f"{key}: {value!r}{joint}{reason}", key)
     return ConfigError(f"Invalid value {value!r} for configuration {key}: {reason}", key)
 
 
@@ -278,18 +285,18 @@ class Key:
         """The attribute name of the key in a config object (``log.segment.bytes`` -> ``log_segment_bytes``)."""
         return self.name.replace(".", "_")
 
-    def parse(self, value: Any, label: str | None = None) -> Any:
+    def parse(self, value: Any, label: str | None = None, *, path_first: bool = False) -> Any:
         """``value`` typed, validated and converted; ConfigError names ``label`` (else the key)."""
         label = label or self.name
         try:
             parsed = _PARSERS[self.type](value)
         except ValueError as exc:
-            raise invalid_value(label, _shown(value), self.type_reason or str(exc)) from None
+            raise invalid_value(label, _shown(value), self.type_reason or str(exc), path_first=path_first) from None
         if self.validator is not None:
             try:
                 self.validator(parsed)
             except ValueError as exc:
-                raise invalid_value(label, _shown(value), str(exc)) from None
+                raise invalid_value(label, _shown(value), str(exc), path_first=path_first) from None
         return self.convert(parsed) if self.convert is not None else parsed
 
     def default_value(self) -> Any:
