@@ -1084,13 +1084,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _kv(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"expected KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
+    from broker.config import ConfigError, parse_overrides
+
+    try:
+        return parse_overrides(items)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 class _Done(Exception):

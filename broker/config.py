@@ -38,6 +38,7 @@ __all__ = [
     "parse_overrides",
     "parse_listeners",
     "load_broker_config",
+    "load_with_overrides",
     "KNOWN_KEYS",
     "BROKER_CONFIG",
 ]
@@ -161,6 +162,13 @@ def parse_overrides(items: Iterable[str]) -> dict[str, str]:
             raise ConfigError(f"override {item!r} is not of the form key=value")
         result[key.strip()] = value.strip()
     return result
+
+
+def load_with_overrides(path: str | os.PathLike[str] | None, overrides: Iterable[str]) -> dict[str, str]:
+    """A .properties file (none: empty) with command-line ``key=value`` overrides applied over it."""
+    props = load_properties(path) if path else {}
+    props.update(parse_overrides(overrides))
+    return props
 
 
 # --------------------------------------------------------------------------- listeners

@@ -16,7 +16,7 @@ from typing import Any
 from broker.client.connection import BrokerConnectionError
 from broker.client.metadata import KafkaTimeoutError
 from broker.client.producer import Producer
-from broker.config import ConfigError, load_properties, parse_overrides
+from broker.config import ConfigError, load_with_overrides, parse_overrides
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
 
@@ -50,11 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_config(args: argparse.Namespace, servers: str | None) -> dict[str, Any]:
     """The producer config from the file, --producer-property and the flags (in that order)."""
-    config: dict[str, Any] = {}
     try:
-        if args.producer_config:
-            config.update(load_properties(args.producer_config))
-        config.update(parse_overrides(args.producer_property))
+        config: dict[str, Any] = dict(load_with_overrides(args.producer_config, args.producer_property))
     except (ConfigError, OSError) as exc:
         raise CommandError(str(exc)) from exc
     if servers:

@@ -21,7 +21,7 @@ from typing import Any
 from broker.client.connection import BrokerConnectionError
 from broker.client.metadata import KafkaTimeoutError
 from broker.client.producer import Producer
-from broker.config import ConfigError, load_properties, parse_overrides
+from broker.config import ConfigError, load_with_overrides
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
 
@@ -132,11 +132,8 @@ class Throttler:
 
 
 def build_config(args: argparse.Namespace) -> dict[str, str]:
-    config: dict[str, str] = {}
     try:
-        if args.producer_config:
-            config.update(load_properties(args.producer_config))
-        config.update(parse_overrides(args.producer_props))
+        config = load_with_overrides(args.producer_config, args.producer_props)
     except (ConfigError, OSError) as exc:
         raise CommandError(str(exc)) from exc
     if args.bootstrap_server:
