@@ -74,7 +74,8 @@ class Scope(enum.Enum):
     BROKER = "broker"
     TOPIC = "topic"
     PRODUCER = "producer"
-    CONSUMER = "consumer"
+    CONSUMER = "consumer"  # the group consumer (GroupConsumer)
+    ZK_CONSUMER = "zk-consumer"  # the ZooKeeper consumer of Kafka 0.8 (ZookeeperConsumerConnector)
     MIRROR = "mirror"
     LOADER = "loader"
 

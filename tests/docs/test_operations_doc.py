@@ -30,8 +30,8 @@ TABLES: list[ConfigDef] = [broker_config.BROKER_CONFIG, TOPIC_CONFIG, PRODUCER_C
                            LOADER_CONFIG]
 
 # The heading (lower case) of the doc's section for each table's keys; the broker's are everywhere else.
-SECTIONS = {Scope.TOPIC: "topic-level", Scope.PRODUCER: "producer keys", Scope.CONSUMER: "consumer keys",
-            Scope.MIRROR: "mirror-maker keys", Scope.LOADER: "loader keys"}
+SECTIONS = {Scope.TOPIC: "topic-level", Scope.PRODUCER: "producer keys", Scope.ZK_CONSUMER: "zookeeper consumer keys",
+            Scope.CONSUMER: "consumer keys", Scope.MIRROR: "mirror-maker keys", Scope.LOADER: "loader keys"}
 
 # Keys the broker reads outside its table, with the default the code applies.
 HAND_READ_BROKER_KEYS = {
