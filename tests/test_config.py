@@ -372,3 +372,33 @@ def test_server_start_with_a_bad_value_says_one_line(tmp_path: Path) -> None:
         "logbus server-start: error: Invalid value 'shred' for configuration log.cleanup.policy: "
         "expected delete, compact or compact,delete"
     ]
+
+
+def test_key_table_parses_properties_strings_and_yaml_values() -> None:
+    from broker.configdef import ConfigDef, Key, OneOf, Range, Scope, Type
+
+    table = ConfigDef(Scope.LOADER, [
+        Key("n", Type.INT, 5, Range(1)), Key("flag", Type.BOOLEAN, False), Key("names", Type.LIST, []),
+        Key("mode", Type.STRING, "a", OneOf(("a", "b"))), Key("ratio", Type.DOUBLE, 0.5, Range(0, 1)),
+    ], aliases={"count": "n"}, ignored={"old.key"})
+    assert table.parse({"count": " 7 ", "flag": "TRUE", "names": "x, y,", "ratio": "0.25"}) == {
+        "n": 7, "flag": True, "names": ["x", "y"], "mode": "a", "ratio": 0.25}
+    assert table.parse({"n": 7, "flag": True, "names": ["x"], "mode": "b", "ratio": 1}) == {
+        "n": 7, "flag": True, "names": ["x"], "mode": "b", "ratio": 1.0}
+    for name, bad, reason in [("n", True, "not an integer"), ("n", "0", "must be at least 1"), ("n", 2**31, "out of range for a 32-bit integer"),
+                              ("flag", "yes", "expected true or false"), ("mode", "c", "expected one of a, b"),
+                              ("ratio", "2", "must be at most 1")]:
+        with pytest.raises(ConfigError) as e:
+            table.parse({name: bad})
+        assert str(e.value) == f"Invalid value {bad!r} for configuration {name}: {reason}"
+    assert table.unknown(["n", "count", "old.key", "typo"]) == ["typo"]
+    with pytest.raises(ValueError, match="defined twice"):
+        ConfigDef(Scope.LOADER, [Key("n", Type.INT), Key("n", Type.LONG)])
+
+
+def test_log_segment_bytes_has_one_default() -> None:
+    from broker.config import BROKER_CONFIG
+    from broker.storage.config import TOPIC_CONFIG, LogConfig
+
+    assert BROKER_CONFIG["log.segment.bytes"].default == TOPIC_CONFIG["segment.bytes"].default == 1073741824
+    assert cfg().log_segment_bytes == LogConfig().segment_bytes == LogConfig.from_broker(MINIMAL).segment_bytes
