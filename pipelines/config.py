@@ -374,8 +374,7 @@ def _parquet_writer(value: Any, scheme: str, compression: str) -> str:
     only one that reaches hdfs://); unset: ``spark`` for hdfs://, else ``python``."""
     if value is None:
         value = "spark" if scheme == "hdfs" else "python"
-    if value not in PARQUET_WRITERS:
-        raise _error("parquet.writer", f"{value!r} is not one of {', '.join(PARQUET_WRITERS)}")
+    value = LOADER_CONFIG["parquet.writer"].parse(value, path_first=True)
     if value == "python" and scheme == "hdfs":
         raise _error("parquet.writer", "python cannot write an hdfs:// warehouse (pyarrow has no libhdfs here): "
                                             "use spark, or webhdfs:// for the same cluster")
