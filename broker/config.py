@@ -7,13 +7,27 @@ read their own keys.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import os
 import re
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
+
+from broker.configdef import (
+    LONG_MAX,
+    NO_DEFAULT,
+    ConfigDef,
+    ConfigError,
+    Importance,
+    Key,
+    Range,
+    Scope,
+    Type,
+    parse_typed,
+)
+from broker.storage.config import PRODUCER_ID_EXPIRATION, TOPIC_CONFIG, LogConfig
 
 __all__ = [
     "ConfigError",
@@ -24,16 +38,10 @@ __all__ = [
     "parse_overrides",
     "parse_listeners",
     "load_broker_config",
+    "load_with_overrides",
     "KNOWN_KEYS",
+    "BROKER_CONFIG",
 ]
-
-
-class ConfigError(ValueError):
-    """A bad or missing setting; the message is one line and names the key."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(" ".join(message.split("\n")))
-        self.key = key
 
 
 # --------------------------------------------------------------------------- .properties
@@ -156,6 +164,13 @@ def parse_overrides(items: Iterable[str]) -> dict[str, str]:
     return result
 
 
+def load_with_overrides(path: str | os.PathLike[str] | None, overrides: Iterable[str]) -> dict[str, str]:
+    """A .properties file (none: empty) with command-line ``key=value`` overrides applied over it."""
+    props = load_properties(path) if path else {}
+    props.update(parse_overrides(overrides))
+    return props
+
+
 # --------------------------------------------------------------------------- listeners
 
 
@@ -212,142 +227,100 @@ def default_advertised_host() -> str:
 # --------------------------------------------------------------------------- typed keys
 
 
-def _int(raw: str, bits: int = 32) -> int:
-    try:
-        v = int(raw, 10)
-    except ValueError:
-        raise ValueError("not an integer") from None
-    if not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
-        raise ValueError(f"out of range for a {bits}-bit integer")
-    return v
+def _topic_default(topic_key: str) -> Any:
+    """The broker-wide default of a log key is its topic key's default: declared once, in storage."""
+    return TOPIC_CONFIG.default(topic_key)
 
 
-def _long(raw: str) -> int:
-    return _int(raw, 64)
+def _k(name: str, type_: Type, default: Any, minimum: int | None = None, validator: Any = None, **kw: Any) -> Key:
+    return Key(name, type_, default, validator or (Range(minimum) if minimum is not None else None), **kw)
 
 
-def _bool(raw: str) -> bool:
-    low = raw.lower()
-    if low not in ("true", "false"):
-        raise ValueError("expected true or false")
-    return low == "true"
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_UNUSED = {"importance": Importance.LOW, "doc": "Accepted for compatibility with Kafka's sample files; not used."}
 
+#: The broker's keys (server.properties). Defaults and types are Kafka's.
+BROKER_CONFIG = ConfigDef(
+    Scope.BROKER,
+    [
+        _k("broker.id", Type.INT, NO_DEFAULT, 0, importance=Importance.HIGH),
+        _k("broker.rack", Type.STRING, None),
+        _k("zookeeper.connect", Type.STRING, NO_DEFAULT, importance=Importance.HIGH),
+        _k("zookeeper.session.timeout.ms", Type.INT, 18000, 1),
+        _k("zookeeper.connection.timeout.ms", Type.INT, None, 1),  # None: the session timeout
+        _k("listener.security.protocol.map", Type.MAP, {p: p for p in _PROTOCOLS},
+           convert=lambda m: {k.upper(): v.upper() for k, v in m.items()}, type_reason="expected NAME:PROTOCOL pairs"),
+        _k("inter.broker.listener.name", Type.STRING, None),
+        _k("num.partitions", Type.INT, 1, 1),
+        _k("auto.create.topics.enable", Type.BOOLEAN, True),
+        _k("delete.topic.enable", Type.BOOLEAN, True),
+        _k("default.replication.factor", Type.INT, 1, 1),
+        _k("message.max.bytes", Type.INT, _topic_default("max.message.bytes"), 0),
+        _k("socket.request.max.bytes", Type.INT, 104857600, 1),
+        _k("socket.send.buffer.bytes", Type.INT, 102400),
+        _k("socket.receive.buffer.bytes", Type.INT, 102400),
+        _k("compression.type", Type.STRING, _topic_default("compression.type"),
+           validator=TOPIC_CONFIG["compression.type"].validator),
+        _k("log.segment.bytes", Type.INT, _topic_default("segment.bytes"), 14),
+        _k("log.roll.hours", Type.INT, 168, 1),
+        _k("log.roll.ms", Type.DURATION, None),
+        _k("log.retention.hours", Type.INT, 168),
+        _k("log.retention.minutes", Type.INT, None),
+        _k("log.retention.ms", Type.DURATION, None),
+        _k("log.retention.bytes", Type.LONG, _topic_default("retention.bytes")),
+        _k("log.retention.check.interval.ms", Type.DURATION, 300000, 1),
+        _k("log.cleanup.policy", Type.LIST, TOPIC_CONFIG["cleanup.policy"].default,
+           validator=TOPIC_CONFIG["cleanup.policy"].validator),
+        _k("log.flush.interval.messages", Type.LONG, _topic_default("flush.messages"), 1),
+        _k("log.flush.interval.ms", Type.DURATION, None),  # None: log.flush.scheduler.interval.ms
+        _k("log.flush.scheduler.interval.ms", Type.DURATION, LONG_MAX),
+        _k("log.flush.offset.checkpoint.interval.ms", Type.INT, 60000, 0),
+        _k("log.index.interval.bytes", Type.INT, _topic_default("index.interval.bytes"), 0),
+        _k("log.index.size.max.bytes", Type.INT, _topic_default("segment.index.bytes"), 4),
+        _k("log.message.timestamp.type", Type.STRING, _topic_default("message.timestamp.type"),
+           validator=TOPIC_CONFIG["message.timestamp.type"].validator),
+        _k("num.recovery.threads.per.data.dir", Type.INT, 1, 1),
+        _k("replica.lag.time.max.ms", Type.DURATION, 30000),
+        _k("replica.fetch.max.bytes", Type.INT, 1048576, 0),
+        _k("replica.fetch.min.bytes", Type.INT, 1),
+        _k("replica.fetch.wait.max.ms", Type.INT, 500),
+        _k("replica.fetch.backoff.ms", Type.INT, 1000, 0),
+        _k("replica.socket.timeout.ms", Type.INT, 30000),
+        _k("num.replica.fetchers", Type.INT, 1),
+        _k("replica.high.watermark.checkpoint.interval.ms", Type.DURATION, 5000),
+        _k("min.insync.replicas", Type.INT, _topic_default("min.insync.replicas"), 1),
+        _k("unclean.leader.election.enable", Type.BOOLEAN, _topic_default("unclean.leader.election.enable")),
+        _k("auto.leader.rebalance.enable", Type.BOOLEAN, True),
+        _k("leader.imbalance.check.interval.seconds", Type.LONG, 300, 1),
+        _k("controlled.shutdown.enable", Type.BOOLEAN, True),
+        _k("controller.socket.timeout.ms", Type.INT, 30000),
+        _k("group.initial.rebalance.delay.ms", Type.INT, 3000),
+        _k("group.min.session.timeout.ms", Type.INT, 6000),
+        _k("group.max.session.timeout.ms", Type.INT, 1800000),
+        _k("offsets.retention.minutes", Type.INT, 10080, 1),
+        _k("metrics.port", Type.INT, 0, 0, doc="Prometheus text metrics over HTTP; 0: off"),
+        dataclasses.replace(PRODUCER_ID_EXPIRATION, doc="idle producers' idempotence state is dropped"),
+        _k("num.network.threads", Type.INT, 3, 1, **_UNUSED),
+        _k("num.io.threads", Type.INT, 8, 1, **_UNUSED),
+        _k("offsets.topic.replication.factor", Type.INT, 3, 1, **_UNUSED),
+        _k("transaction.state.log.replication.factor", Type.INT, 3, 1, **_UNUSED),
+        _k("transaction.state.log.min.isr", Type.INT, 2, 1, **_UNUSED),
+    ],
+)
 
-def _str(raw: str) -> str:
-    return raw
-
-
-def _list(raw: str) -> list[str]:
-    return [p.strip() for p in raw.split(",") if p.strip()]
-
-
-def _protocol_map(raw: str) -> dict[str, str]:
-    result: dict[str, str] = {}
-    for entry in _list(raw):
-        name, sep, proto = entry.partition(":")
-        if not sep or not name.strip() or not proto.strip():
-            raise ValueError("expected NAME:PROTOCOL pairs")
-        result[name.strip().upper()] = proto.strip().upper()
-    return result
-
-
-class Key(NamedTuple):
-    """How a known key is parsed: its type, Kafka's default, an optional lower bound."""
-
-    parse: Callable[[str], Any]
-    default: Any
-    minimum: int | None = None
-
-
-INT, LONG, BOOL, STR, LIST = _int, _long, _bool, _str, _list
-_LONG_MAX = 2**63 - 1
-_NO_DEFAULT = object()
-
-#: Kafka key -> (type, default, minimum). The attribute is the key with '.' -> '_'.
-KNOWN_KEYS: dict[str, Key] = {
-    "broker.id": Key(INT, _NO_DEFAULT, 0),
-    "broker.rack": Key(STR, None),
-    "zookeeper.connect": Key(STR, _NO_DEFAULT),
-    "zookeeper.session.timeout.ms": Key(INT, 18000, 1),
-    "zookeeper.connection.timeout.ms": Key(INT, None, 1),  # None: the session timeout
-    "listener.security.protocol.map": Key(
-        _protocol_map, {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
-    ),
-    "inter.broker.listener.name": Key(STR, None),
-    "num.partitions": Key(INT, 1, 1),
-    "auto.create.topics.enable": Key(BOOL, True),
-    "delete.topic.enable": Key(BOOL, True),
-    "default.replication.factor": Key(INT, 1, 1),
-    "message.max.bytes": Key(INT, 1048588, 0),
-    "socket.request.max.bytes": Key(INT, 104857600, 1),
-    "socket.send.buffer.bytes": Key(INT, 102400),
-    "socket.receive.buffer.bytes": Key(INT, 102400),
-    "compression.type": Key(STR, "producer"),
-    "log.segment.bytes": Key(INT, 1073741824, 14),
-    "log.roll.hours": Key(INT, 168, 1),
-    "log.roll.ms": Key(LONG, None),
-    "log.retention.hours": Key(INT, 168),
-    "log.retention.minutes": Key(INT, None),
-    "log.retention.ms": Key(LONG, None),
-    "log.retention.bytes": Key(LONG, -1),
-    "log.retention.check.interval.ms": Key(LONG, 300000, 1),
-    "log.cleanup.policy": Key(LIST, ["delete"]),
-    "log.flush.interval.messages": Key(LONG, _LONG_MAX, 1),
-    "log.flush.interval.ms": Key(LONG, None),  # None: log.flush.scheduler.interval.ms
-    "log.flush.scheduler.interval.ms": Key(LONG, _LONG_MAX),
-    "log.flush.offset.checkpoint.interval.ms": Key(INT, 60000, 0),
-    "log.index.interval.bytes": Key(INT, 4096, 0),
-    "log.index.size.max.bytes": Key(INT, 10485760, 4),
-    "log.message.timestamp.type": Key(STR, "CreateTime"),
-    "num.recovery.threads.per.data.dir": Key(INT, 1, 1),
-    "replica.lag.time.max.ms": Key(LONG, 30000),
-    "replica.fetch.max.bytes": Key(INT, 1048576, 0),
-    "replica.fetch.min.bytes": Key(INT, 1),
-    "replica.fetch.wait.max.ms": Key(INT, 500),
-    "replica.fetch.backoff.ms": Key(INT, 1000, 0),
-    "replica.socket.timeout.ms": Key(INT, 30000),
-    "num.replica.fetchers": Key(INT, 1),
-    "replica.high.watermark.checkpoint.interval.ms": Key(LONG, 5000),
-    "min.insync.replicas": Key(INT, 1, 1),
-    "unclean.leader.election.enable": Key(BOOL, False),
-    "auto.leader.rebalance.enable": Key(BOOL, True),
-    "leader.imbalance.check.interval.seconds": Key(LONG, 300, 1),
-    "controlled.shutdown.enable": Key(BOOL, True),
-    "controller.socket.timeout.ms": Key(INT, 30000),
-    "group.initial.rebalance.delay.ms": Key(INT, 3000),
-    "group.min.session.timeout.ms": Key(INT, 6000),
-    "group.max.session.timeout.ms": Key(INT, 1800000),
-    "offsets.retention.minutes": Key(INT, 10080, 1),
-    "metrics.port": Key(INT, 0, 0),  # Prometheus text metrics over HTTP; 0: off
-    "producer.id.expiration.ms": Key(INT, 86400000, 1),  # idle producers' idempotence state is dropped
-    # accepted for compatibility with Kafka's sample files; logbus does not use them
-    "num.network.threads": Key(INT, 3, 1),
-    "num.io.threads": Key(INT, 8, 1),
-    "offsets.topic.replication.factor": Key(INT, 3, 1),
-    "transaction.state.log.replication.factor": Key(INT, 3, 1),
-    "transaction.state.log.min.isr": Key(INT, 2, 1),
-}
+#: Kafka key -> its Key (type, default, validator). The attribute is the key with '.' -> '_'.
+KNOWN_KEYS: dict[str, Key] = BROKER_CONFIG.keys
 
 #: Keys read by hand in from_properties rather than through the table.
 _SPECIAL_KEYS = frozenset(
     {"listeners", "advertised.listeners", "host.name", "port", "advertised.host.name", "advertised.port",
      "log.dirs", "log.dir"}
 )
+_PORT = Key("port", Type.INT, 9092, Range(0))
 
 
 def _attr(key: str) -> str:
     return key.replace(".", "_")
-
-
-def _parse_key(key: str, raw: str, spec: Key) -> Any:
-    raw = raw.strip()
-    try:
-        value = spec.parse(raw)
-    except ValueError as e:
-        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: {e}", key) from None
-    if spec.minimum is not None and isinstance(value, int) and value < spec.minimum:
-        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: must be at least {spec.minimum}", key)
-    return value
 
 
 # --------------------------------------------------------------------------- BrokerConfig
@@ -424,14 +397,7 @@ class BrokerConfig:
     def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
         """Validate and type ``props`` (as read by load_properties, overrides merged in)."""
         props = dict(props)
-        values: dict[str, Any] = {}
-        for key, spec in KNOWN_KEYS.items():
-            if key in props:
-                values[_attr(key)] = _parse_key(key, props[key], spec)
-            elif spec.default is _NO_DEFAULT:
-                raise ConfigError(f"Missing required configuration {key} which has no default value", key)
-            else:
-                values[_attr(key)] = copy.copy(spec.default)  # lists and dicts are not shared
+        values = {_attr(k): v for k, v in BROKER_CONFIG.parse(props).items()}
         if values["zookeeper_connection_timeout_ms"] is None:
             values["zookeeper_connection_timeout_ms"] = values["zookeeper_session_timeout_ms"]
         if not values["zookeeper_connect"].strip():
@@ -440,6 +406,7 @@ class BrokerConfig:
         values["listeners"], values["advertised_listeners"] = _listeners_from(props)
         _check_listener_names(values["listeners"], values["listener_security_protocol_map"])
         values["log_dirs"] = _log_dirs_from(props)
+        LogConfig.from_broker(props)  # what storage would refuse at start is refused here, in one line
         return cls(props=props, **values)
 
     # -- derived settings, resolved the way Kafka resolves them
@@ -479,12 +446,11 @@ class BrokerConfig:
 
 def _listeners_from(props: Mapping[str, str]) -> tuple[list[Listener], list[Listener]]:
     """listeners (else host.name/port) and advertised.listeners (else derived from them)."""
-    port_spec = Key(INT, 9092, 0)
     if props.get("listeners", "").strip():
         listeners = parse_listeners(props["listeners"], "listeners")
     else:
         host = props.get("host.name", "").strip() or "0.0.0.0"
-        port = _parse_key("port", props["port"], port_spec) if "port" in props else 9092
+        port = _PORT.parse(props["port"]) if "port" in props else 9092
         listeners = [Listener("PLAINTEXT", host, port)]
 
     if props.get("advertised.listeners", "").strip():
@@ -505,7 +471,7 @@ def _listeners_from(props: Mapping[str, str]) -> tuple[list[Listener], list[List
         host, port = ln.host, ln.port
         if ln.name == "PLAINTEXT" and not props.get("listeners", "").strip():
             host = legacy_host or host
-            port = _parse_key("advertised.port", legacy_port, port_spec) if legacy_port else port
+            port = _PORT.parse(legacy_port, "advertised.port") if legacy_port else port
         if host in _WILDCARDS:
             host = default_advertised_host()
         advertised.append(Listener(ln.name, host, port))
@@ -526,7 +492,7 @@ def _log_dirs_from(props: Mapping[str, str]) -> list[str]:
     """log.dirs, else log.dir, else /tmp/kafka-logs."""
     for key in ("log.dirs", "log.dir"):
         if props.get(key, "").strip():
-            return _list(props[key])
+            return parse_typed(Type.LIST, key, props[key])
     return ["/tmp/kafka-logs"]
 
 

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.config import ConfigError, load_properties
+from broker.client.producer_config import PRODUCER_CONFIG
+from broker.config import load_properties
+from broker.configdef import ConfigDef, ConfigError, Key, Range, Scope, Type
 from mirror.group_props import check_group_props
 
 MIRROR_SOURCE_KEYS = ("mirror.source.name", "topic.prefix")
@@ -58,6 +60,24 @@ PRODUCER_DEFAULTS = {
 }
 
 
+#: The mirror's own settings (command-line flags; the two source keys of a consumer file).
+MIRROR_CONFIG = ConfigDef(
+    Scope.MIRROR,
+    [
+        Key("num.streams", Type.INT, 1, Range(1), "Consumer streams (threads) per source."),
+        Key("abort.on.send.failure", Type.LENIENT_BOOLEAN, True, doc="Stop the mirror when a record cannot be sent."),
+        Key("offset.commit.interval.ms", Type.INT, 5000, Range(1), "How often the mirror commits the sources' offsets."),
+        Key("stats.interval.ms", Type.INT, 5000, doc="How often the status file and the stats line are written."),
+        Key("status.file", Type.STRING, DEFAULT_STATUS_FILE, doc="Where `--status` reads the mirror's state."),
+        Key("target.replication.factor", Type.INT, -1, doc="Replicas of topics the mirror creates; -1: the broker's default."),
+        Key("metrics.port", Type.INT, 0, Range(0, 65535), "The Prometheus endpoint's port; 0 turns it off."),
+        Key("metrics.host", Type.STRING, DEFAULT_METRICS_HOST, doc="The interface the endpoint listens on."),
+        Key("mirror.source.name", Type.STRING, "", doc="(consumer file) A name for this source; default: the cluster id."),
+        Key("topic.prefix", Type.STRING, "", doc="(consumer file) Put before this source's topic names in the aggregate."),
+    ],
+)
+
+
 @dataclass
 class SourceConfig:
     """One source cluster (one datacenter)."""
@@ -87,14 +107,14 @@ class MirrorConfig:
     producer_props: dict[str, str]
     whitelist: str | None = None
     blacklist: str | None = None
-    num_streams: int = 1
-    abort_on_send_failure: bool = True
-    offset_commit_interval_ms: int = 5000
-    stats_interval_ms: int = 5000
-    status_file: str = DEFAULT_STATUS_FILE
-    target_replication_factor: int = -1
-    metrics_port: int = 0  # Prometheus endpoint (GET /metrics); 0: off
-    metrics_host: str = DEFAULT_METRICS_HOST
+    num_streams: int = MIRROR_CONFIG.default("num.streams")
+    abort_on_send_failure: bool = MIRROR_CONFIG.default("abort.on.send.failure")
+    offset_commit_interval_ms: int = MIRROR_CONFIG.default("offset.commit.interval.ms")
+    stats_interval_ms: int = MIRROR_CONFIG.default("stats.interval.ms")
+    status_file: str = MIRROR_CONFIG.default("status.file")
+    target_replication_factor: int = MIRROR_CONFIG.default("target.replication.factor")
+    metrics_port: int = MIRROR_CONFIG.default("metrics.port")  # Prometheus endpoint (GET /metrics); 0: off
+    metrics_host: str = MIRROR_CONFIG.default("metrics.host")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def topic_filter(self):
@@ -103,17 +123,6 @@ class MirrorConfig:
         if self.whitelist is not None:
             return Whitelist(self.whitelist)
         return Blacklist(self.blacklist or "")
-
-
-def _bool(value: Any, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ConfigError(f"Invalid value {value!r} for {key}: expected true or false", key)
 
 
 def _addresses(source: SourceConfig) -> set[str]:
@@ -161,12 +170,12 @@ def build_config(
                 re.compile(regex)
             except re.error as exc:
                 raise ConfigError(f"--{flag} {regex!r} is not a valid regex: {exc}", flag) from None
-    if num_streams < 1:
-        raise ConfigError("--num.streams must be at least 1", "num.streams")
-    if offset_commit_interval_ms < 1:
-        raise ConfigError("--offset.commit.interval.ms must be positive", "offset.commit.interval.ms")
-    if not 0 <= metrics_port <= 65535:
-        raise ConfigError(f"--metrics.port {metrics_port} is not a port (0 turns the endpoint off)", "metrics.port")
+    flags = MIRROR_CONFIG.parse({
+        "num.streams": num_streams, "abort.on.send.failure": abort_on_send_failure,
+        "offset.commit.interval.ms": offset_commit_interval_ms, "stats.interval.ms": stats_interval_ms,
+        "status.file": status_file, "target.replication.factor": target_replication_factor,
+        "metrics.port": metrics_port, "metrics.host": metrics_host,
+    })
     prefixes = list(topic_prefixes or [])
     if len(prefixes) > len(consumer_configs):
         raise ConfigError(
@@ -176,8 +185,8 @@ def build_config(
     sources: list[SourceConfig] = []
     for i, path in enumerate(consumer_configs):
         raw = _load(path, "consumer.config")
-        name = raw.pop("mirror.source.name", "")
-        prefix = raw.pop("topic.prefix", "")
+        name = MIRROR_CONFIG.parse_value("mirror.source.name", raw.pop("mirror.source.name", ""))
+        prefix = MIRROR_CONFIG.parse_value("topic.prefix", raw.pop("topic.prefix", ""))
         if i < len(prefixes):
             prefix = prefixes[i]
         props = {**CONSUMER_DEFAULTS, **raw, **FORCED_CONSUMER}
@@ -198,11 +207,11 @@ def build_config(
     acks = producer.get("acks", producer.get("request.required.acks", "all")).strip().lower()
     if acks not in ("all", "-1"):
         raise ConfigError(f"the mirror's producer needs acks=all (no data loss), not acks={acks}", "acks")
-    if not _bool(producer.get("enable.idempotence", "true"), "enable.idempotence"):
+    if not PRODUCER_CONFIG.parse_value("enable.idempotence", producer.get("enable.idempotence", "true")):
         raise ConfigError("the mirror's producer needs enable.idempotence=true (no data loss)", "enable.idempotence")
     producer.pop("request.required.acks", None)
     producer["acks"] = "all"
-    if not producer.get("bootstrap.servers") and not producer.get("metadata.broker.list") and not producer.get("zookeeper.connect"):
+    if not any(producer.get(k) for k in ("bootstrap.servers", "metadata.broker.list", "zookeeper.connect")):
         raise ConfigError(f"{producer_config}: set bootstrap.servers of the aggregate cluster", "bootstrap.servers")
 
     return MirrorConfig(
@@ -210,12 +219,12 @@ def build_config(
         producer_props=producer,
         whitelist=whitelist,
         blacklist=blacklist,
-        num_streams=num_streams,
-        abort_on_send_failure=_bool(abort_on_send_failure, "abort.on.send.failure"),
-        offset_commit_interval_ms=offset_commit_interval_ms,
-        stats_interval_ms=stats_interval_ms,
-        status_file=status_file or DEFAULT_STATUS_FILE,
-        target_replication_factor=target_replication_factor,
-        metrics_port=metrics_port,
-        metrics_host=metrics_host or DEFAULT_METRICS_HOST,
+        num_streams=flags["num.streams"],
+        abort_on_send_failure=flags["abort.on.send.failure"],
+        offset_commit_interval_ms=flags["offset.commit.interval.ms"],
+        stats_interval_ms=flags["stats.interval.ms"],
+        status_file=flags["status.file"] or DEFAULT_STATUS_FILE,
+        target_replication_factor=flags["target.replication.factor"],
+        metrics_port=flags["metrics.port"],
+        metrics_host=flags["metrics.host"] or DEFAULT_METRICS_HOST,
     )

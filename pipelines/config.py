@@ -1,7 +1,9 @@
 """The loader's configuration: ``conf/loader.yaml``, checked key by key.
 
 A bad file is one ``ConfigError`` naming the key (``topics[1].format: 'xml' is not one of
-raw, utf8, json``), raised before anything touches the cluster or the warehouse.
+raw, utf8, json``), raised before anything touches the cluster or the warehouse. The scalar
+keys are one table of the configuration mechanism (``LOADER_CONFIG``, ``broker.configdef``):
+their types, defaults and checks are declared there, once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from broker.configdef import ConfigDef, ConfigError, Key, OneOf, Range, Scope, Type
+
 if TYPE_CHECKING:
     from pipelines.fs import WarehouseFS
 
@@ -27,12 +31,55 @@ PARQUET_WRITERS = ("python", "spark")
 RECORD_TIMESTAMP = "timestamp"  # the time field meaning "the record's own timestamp"
 
 
-class ConfigError(ValueError):
-    """A bad loader configuration; the message names the key."""
+PARQUET_COMPRESSIONS = ("none", "snappy", "gzip", "zstd", "lz4", "brotli")
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
+__all__ = ["ConfigError", "LOADER_CONFIG", "LoaderConfig", "TopicSpec", "load_config", "parse_config", "parse_reset"]
+
+
+def _one_of(*options: str) -> OneOf:
+    return OneOf(options, reason=f"is not one of {', '.join(options)}")
+
+
+#: The loader's scalar keys, by their path in conf/loader.yaml.
+LOADER_CONFIG = ConfigDef(
+    Scope.LOADER,
+    [
+        Key("cluster.request.timeout.ms", Type.INT, 30_000, Range(1), "How long a request to the cluster waits."),
+        Key("reset", Type.STRING, "earliest",
+            doc="Where a topic with no saved offsets starts: earliest, latest, epoch ms or an ISO-8601 time."),
+        Key("out_of_range", Type.STRING, "fail", _one_of(*OUT_OF_RANGE_POLICIES),
+            doc="A saved offset the log no longer has: `fail` the run, or restart from `earliest`."),
+        Key("max_range_records", Type.INT, 5_000_000, Range(1), "Records per Spark task at most (ranges are split)."),
+        Key("max_error_ratio", Type.DOUBLE, 0.0, Range(0, 1),
+            doc="Share of undecodable records a run tolerates (sent to `_errors/`)."),
+        Key("fetch.max.bytes", Type.INT, 1 << 20, Range(1024), "Bytes per Fetch request of a task."),
+        Key("parquet.compression", Type.STRING, "snappy", _one_of(*PARQUET_COMPRESSIONS), "The Parquet codec."),
+        Key("parquet.row_group_size", Type.INT, 128 * 1024, Range(1), "Rows per Parquet row group."),
+        Key("parquet.writer", Type.STRING, None, _one_of(*PARQUET_WRITERS),
+            doc="`python` (pyarrow in each task) or `spark`; when unset, `spark` for hdfs://, else `python`."),
+        Key("spark.master", Type.STRING, "local[*]", doc="The Spark master URL."),
+        Key("spark.app_name", Type.STRING, "logbus-loader", doc="The Spark application name."),
+        Key("webhdfs.user", Type.STRING, None, doc="The HDFS user for webhdfs:// (and hdfs:// outside Spark)."),
+        Key("webhdfs.address", Type.STRING, None, doc="host:port of the namenode's HTTP server (hdfs:// outside Spark)."),
+        Key("schedule", Type.STRING, "@hourly", doc="The Airflow schedule of every topic group without its own."),
+        Key("metrics.pushgateway", Type.STRING, None, doc="The Prometheus Pushgateway's URL; unset: nothing is pushed."),
+        Key("metrics.job", Type.STRING, "logbus_loader", doc="The pushgateway's `job` label."),
+        Key("metrics.instance", Type.STRING, None, doc="The `instance` label; unset: the run's topic group."),
+    ],
+)
+
+
+def _error(key: str, message: str) -> ConfigError:
+    """The loader's error: the key's path first (``topics[1].format: ...``)."""
+    return ConfigError(f"{key}: {message}", key)
+
+
+def _value(section: Mapping, name: str, path: str) -> Any:
+    """``section[name]`` (else the default) parsed and checked by the table's key ``path``."""
+    value = section.get(name)
+    if value is None:
+        return LOADER_CONFIG.default(path)
+    return LOADER_CONFIG[path].parse(value, path_first=True)
 
 
 @dataclass(frozen=True)
@@ -98,9 +145,9 @@ class ResetPolicy:
 class MetricsConfig:
     """Where a committed run's counts are pushed (``metrics:``); no pushgateway: not pushed."""
 
-    pushgateway: str | None = None      # http(s)://host:port of a Prometheus Pushgateway
-    job: str = "logbus_loader"          # the pushgateway's job label
-    instance: str | None = None         # its instance label; None: the run's topic group
+    pushgateway: str | None = LOADER_CONFIG.default("metrics.pushgateway")  # http(s)://host:port of a Prometheus Pushgateway
+    job: str = LOADER_CONFIG.default("metrics.job")                         # the pushgateway's job label
+    instance: str | None = LOADER_CONFIG.default("metrics.instance")        # its instance label; None: the run's topic group
 
 
 @dataclass(frozen=True)
@@ -153,17 +200,18 @@ class LoaderConfig:
         """This config restricted to one group's topics (and, with ``only``, to those topic names)."""
         found = [g for g in self.topic_groups() if g.name == group]
         if not found:
-            raise ConfigError("groups", f"no topic group {group!r} (groups: {', '.join(g.name for g in self.topic_groups())})")
+            raise _error("groups", f"no topic group {group!r} (groups: {', '.join(g.name for g in self.topic_groups())})")
         specs = [_group_spec(self, entry, f"groups.{group}.topics[{i}]") for i, entry in enumerate(found[0].topics)]
         if only:
             chosen = []
             for name in only:
                 spec = next((s for s in specs if s.matches(name)), None)
                 if spec is None:
-                    raise ConfigError("topics", f"{name!r} is not a topic of group {group!r}")
+                    raise _error("topics", f"{name!r} is not a topic of group {group!r}")
                 chosen.append(replace(spec, name=name, pattern=None))
             specs = chosen
-        return replace(self, topics=tuple(specs), groups=(replace(found[0], topics=tuple(s.name or s.pattern or "" for s in specs)),))
+        group_spec = replace(found[0], topics=tuple(s.name or s.pattern or "" for s in specs))
+        return replace(self, topics=tuple(specs), groups=(group_spec,))
 
 
 def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
@@ -172,7 +220,7 @@ def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
             return spec
     spec = cfg.spec_for(entry)
     if spec is None:
-        raise ConfigError(key, f"{entry!r} is not a topic configured under topics:")
+        raise _error(key, f"{entry!r} is not a topic configured under topics:")
     return spec
 
 
@@ -188,17 +236,17 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     try:
         text = p.read_text()
     except OSError as exc:
-        raise ConfigError(str(path), f"cannot read the loader config: {exc.strerror or exc}") from None
+        raise _error(str(path), f"cannot read the loader config: {exc.strerror or exc}") from None
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), f"not valid YAML: {exc}") from None
+        raise _error(str(path), f"not valid YAML: {exc}") from None
     return parse_config(raw, overrides=overrides, source=str(path))
 
 
 def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: str = "<dict>") -> LoaderConfig:
     if not isinstance(raw, Mapping):
-        raise ConfigError("<top>", "the loader config must be a mapping")
+        raise _error("<top>", "the loader config must be a mapping")
     raw = _deep_copy(raw)
     for dotted, value in (overrides or {}).items():
         if value is None:
@@ -206,16 +254,16 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         _set_dotted(raw, dotted, value)
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
-        raise ConfigError(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+        raise _error(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
 
     cluster = _mapping(raw, "cluster", required=True)
     bootstrap = cluster.get("bootstrap.servers")
     zk = cluster.get("zookeeper.connect")
     for k in cluster:
         if k not in ("bootstrap.servers", "zookeeper.connect", "request.timeout.ms"):
-            raise ConfigError(f"cluster.{k}", "unknown key (known: bootstrap.servers, zookeeper.connect, request.timeout.ms)")
+            raise _error(f"cluster.{k}", "unknown key (known: bootstrap.servers, zookeeper.connect, request.timeout.ms)")
     if not bootstrap and not zk:
-        raise ConfigError("cluster.bootstrap.servers", "set cluster.bootstrap.servers or cluster.zookeeper.connect")
+        raise _error("cluster.bootstrap.servers", "set cluster.bootstrap.servers or cluster.zookeeper.connect")
     if bootstrap is not None:
         if isinstance(bootstrap, list):
             bootstrap = ",".join(map(str, bootstrap))
@@ -223,72 +271,68 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         for address in bootstrap.split(","):
             host, _, port = address.strip().rpartition(":")
             if not host or not port.isdigit():
-                raise ConfigError("cluster.bootstrap.servers", f"{address.strip()!r} is not host:port")
-    request_timeout = _int(cluster, "request.timeout.ms", 30_000, minimum=1, prefix="cluster.")
+                raise _error("cluster.bootstrap.servers", f"{address.strip()!r} is not host:port")
+    request_timeout = _value(cluster, "request.timeout.ms", "cluster.request.timeout.ms")
 
     warehouse = raw.get("warehouse")
     if not isinstance(warehouse, str) or not warehouse:
-        raise ConfigError("warehouse", "required: a URL (file:///..., hdfs://..., webhdfs://...)")
+        raise _error("warehouse", "required: a URL (file:///..., hdfs://..., webhdfs://...)")
     scheme = warehouse.split("://", 1)[0] if "://" in warehouse else ""
     if scheme not in ("file", "hdfs", "webhdfs"):
-        raise ConfigError("warehouse", f"{warehouse!r}: the scheme must be file://, hdfs:// or webhdfs://")
+        raise _error("warehouse", f"{warehouse!r}: the scheme must be file://, hdfs:// or webhdfs://")
 
     topics_raw = raw.get("topics")
     if not isinstance(topics_raw, list) or not topics_raw:
-        raise ConfigError("topics", "required: a list of topics (each with name: or pattern:)")
+        raise _error("topics", "required: a list of topics (each with name: or pattern:)")
     topics = tuple(_topic(t, f"topics[{i}]") for i, t in enumerate(topics_raw))
 
     reset = _reset(raw.get("reset", "earliest"), "reset")
-    oor = raw.get("out_of_range", "fail")
-    if oor not in OUT_OF_RANGE_POLICIES:
-        raise ConfigError("out_of_range", f"{oor!r} is not one of {', '.join(OUT_OF_RANGE_POLICIES)}")
-    max_range = _int(raw, "max_range_records", 5_000_000, minimum=1)
-    ratio = raw.get("max_error_ratio", 0.0)
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
-        raise ConfigError("max_error_ratio", f"{ratio!r} is not a number between 0 and 1")
+    oor = _value(raw, "out_of_range", "out_of_range")
+    max_range = _value(raw, "max_range_records", "max_range_records")
+    ratio = _value(raw, "max_error_ratio", "max_error_ratio")
 
     fetch = _mapping(raw, "fetch")
-    fetch_max = _int(fetch, "max.bytes", 1 << 20, minimum=1024, prefix="fetch.")
+    fetch_max = _value(fetch, "max.bytes", "fetch.max.bytes")
     _no_unknown(fetch, {"max.bytes"}, "fetch.")
     parquet = _mapping(raw, "parquet")
-    compression = parquet.get("compression", "snappy")
-    if compression not in ("none", "snappy", "gzip", "zstd", "lz4", "brotli"):
-        raise ConfigError("parquet.compression", f"{compression!r} is not one of none, snappy, gzip, zstd, lz4, brotli")
-    row_group = _int(parquet, "row_group_size", 128 * 1024, minimum=1, prefix="parquet.")
+    compression = _value(parquet, "compression", "parquet.compression")
+    row_group = _value(parquet, "row_group_size", "parquet.row_group_size")
     writer = _parquet_writer(parquet.get("writer"), scheme, compression)
     _no_unknown(parquet, {"compression", "row_group_size", "writer"}, "parquet.")
 
     spark = _mapping(raw, "spark")
     master = spark.get("master", "local[*]")
     if not isinstance(master, str) or not master:
-        raise ConfigError("spark.master", f"{master!r} is not a Spark master URL")
-    app_name = str(spark.get("app_name", "logbus-loader"))
+        raise _error("spark.master", f"{master!r} is not a Spark master URL")
+    app_name = _value(spark, "app_name", "spark.app_name")
     conf = spark.get("conf", {}) or {}
     if not isinstance(conf, Mapping):
-        raise ConfigError("spark.conf", "must be a mapping of Spark settings")
+        raise _error("spark.conf", "must be a mapping of Spark settings")
     _no_unknown(spark, {"master", "app_name", "conf"}, "spark.")
 
     webhdfs = _mapping(raw, "webhdfs")
     _no_unknown(webhdfs, {"user", "address"}, "webhdfs.")
     address = webhdfs.get("address")
     if address is not None and not re.fullmatch(r"[^\s:/]+:\d+", str(address)):
-        raise ConfigError("webhdfs.address", f"{address!r} is not host:port (the namenode's HTTP address, "
+        raise _error("webhdfs.address", f"{address!r} is not host:port (the namenode's HTTP address, "
                                              "e.g. namenode:9870)")
-    schedule = str(raw.get("schedule", "@hourly"))
+    schedule = _value(raw, "schedule", "schedule")
     airflow = dict(_mapping(raw, "airflow"))
     _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args"}, "airflow.")
     if airflow.get("load", "inline") not in ("inline", "spark-submit"):
-        raise ConfigError("airflow.load", f"{airflow.get('load')!r} is not one of inline, spark-submit")
+        raise _error("airflow.load", f"{airflow.get('load')!r} is not one of inline, spark-submit")
     if not isinstance(airflow.get("catchup", False), bool):
-        raise ConfigError("airflow.catchup", f"{airflow.get('catchup')!r} is not true or false")
+        raise _error("airflow.catchup", f"{airflow.get('catchup')!r} is not true or false")
 
     cfg = LoaderConfig(
         bootstrap_servers=bootstrap, zookeeper_connect=str(zk) if zk else None, warehouse=warehouse.rstrip("/"),
         topics=topics, reset=reset, out_of_range=oor, max_range_records=max_range, fetch_max_bytes=fetch_max,
         request_timeout_ms=request_timeout, max_error_ratio=float(ratio),
-        parquet_compression=compression, row_group_size=row_group, parquet_writer=writer, spark_master=master, spark_app_name=app_name,
+        parquet_compression=compression, row_group_size=row_group, parquet_writer=writer,
+        spark_master=master, spark_app_name=app_name,
         spark_conf={str(k): str(v) for k, v in conf.items()}, webhdfs_user=webhdfs.get("user"),
-        webhdfs_address=str(address) if address is not None else None, schedule=schedule, source=source, airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")),
+        webhdfs_address=str(address) if address is not None else None, schedule=schedule, source=source,
+        airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")),
     )
     groups = _groups(raw.get("groups"))
     if groups:
@@ -314,13 +358,13 @@ def _metrics(raw: Mapping) -> MetricsConfig:
         except ValueError:
             port_ok = False
         if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or parts.query or parts.fragment:
-            raise ConfigError("metrics.pushgateway", f"{url!r} is not a pushgateway URL (http://host:9091)")
+            raise _error("metrics.pushgateway", f"{url!r} is not a pushgateway URL (http://host:9091)")
     out = {"pushgateway": url}
     for key in ("job", "instance"):
         value = raw.get(key)
         if value is not None:
             if not _LABEL_VALUE.fullmatch(str(value)):
-                raise ConfigError(f"metrics.{key}", f"{value!r} must be 1-200 letters, digits, _ . : -")
+                raise _error(f"metrics.{key}", f"{value!r} must be 1-200 letters, digits, _ . : -")
             out[key] = str(value)
     return MetricsConfig(**out)
 
@@ -330,13 +374,12 @@ def _parquet_writer(value: Any, scheme: str, compression: str) -> str:
     only one that reaches hdfs://); unset: ``spark`` for hdfs://, else ``python``."""
     if value is None:
         value = "spark" if scheme == "hdfs" else "python"
-    if value not in PARQUET_WRITERS:
-        raise ConfigError("parquet.writer", f"{value!r} is not one of {', '.join(PARQUET_WRITERS)}")
+    value = LOADER_CONFIG["parquet.writer"].parse(value, path_first=True)
     if value == "python" and scheme == "hdfs":
-        raise ConfigError("parquet.writer", "python cannot write an hdfs:// warehouse (pyarrow has no libhdfs here): "
+        raise _error("parquet.writer", "python cannot write an hdfs:// warehouse (pyarrow has no libhdfs here): "
                                             "use spark, or webhdfs:// for the same cluster")
     if value == "spark" and compression == "brotli":
-        raise ConfigError("parquet.compression", "brotli is not built into Spark's Parquet writer (parquet.writer: "
+        raise _error("parquet.compression", "brotli is not built into Spark's Parquet writer (parquet.writer: "
                                                  "spark): use none, snappy, gzip, zstd or lz4")
     return value
 
@@ -346,19 +389,19 @@ def _groups(raw: Any) -> tuple[GroupSpec, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, Mapping) or not raw:
-        raise ConfigError("groups", "must be a mapping of group name to a list of topics")
+        raise _error("groups", "must be a mapping of group name to a list of topics")
     out = []
     for name, value in raw.items():
         key = f"groups.{name}"
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", str(name)):
-            raise ConfigError(key, f"{name!r} is not a valid group name (letters, digits, _ . -)")
+            raise _error(key, f"{name!r} is not a valid group name (letters, digits, _ . -)")
         schedule = None
         if isinstance(value, Mapping):
             _no_unknown(value, {"topics", "schedule"}, f"{key}.")
             schedule = value.get("schedule")
             value = value.get("topics")
         if not isinstance(value, list) or not value or not all(isinstance(t, str) for t in value):
-            raise ConfigError(f"{key}.topics", "must be a non-empty list of topic names or patterns")
+            raise _error(f"{key}.topics", "must be a non-empty list of topic names or patterns")
         out.append(GroupSpec(str(name), tuple(value), str(schedule) if schedule is not None else None))
     return tuple(out)
 
@@ -372,7 +415,7 @@ def _reset(value: Any, key: str) -> ResetPolicy:
     if isinstance(value, str) and value in RESET_POLICIES:
         return ResetPolicy(value)
     if isinstance(value, bool):
-        raise ConfigError(key, f"{value!r} is not earliest, latest or a timestamp")
+        raise _error(key, f"{value!r} is not earliest, latest or a timestamp")
     if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
         return ResetPolicy("timestamp", int(value))
     if isinstance(value, _dt.datetime):
@@ -381,9 +424,9 @@ def _reset(value: Any, key: str) -> ResetPolicy:
         try:
             when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise ConfigError(key, f"{value!r} is not earliest, latest, epoch milliseconds or an ISO-8601 time") from None
+            raise _error(key, f"{value!r} is not earliest, latest, epoch milliseconds or an ISO-8601 time") from None
     else:
-        raise ConfigError(key, f"{value!r} is not earliest, latest or a timestamp")
+        raise _error(key, f"{value!r} is not earliest, latest or a timestamp")
     if when.tzinfo is None:
         when = when.replace(tzinfo=_dt.UTC)
     return ResetPolicy("timestamp", int(when.timestamp() * 1000))
@@ -393,27 +436,27 @@ def _topic(raw: Any, key: str) -> TopicSpec:
     if isinstance(raw, str):
         raw = {"name": raw}
     if not isinstance(raw, Mapping):
-        raise ConfigError(key, "must be a topic name or a mapping with name: or pattern:")
+        raise _error(key, "must be a topic name or a mapping with name: or pattern:")
     _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations"}, f"{key}.")
     name, pattern = raw.get("name"), raw.get("pattern")
     if (name is None) == (pattern is None):
-        raise ConfigError(key, "set exactly one of name: or pattern:")
+        raise _error(key, "set exactly one of name: or pattern:")
     if name is not None and (not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", name)):
-        raise ConfigError(f"{key}.name", f"{name!r} is not a valid topic name")
+        raise _error(f"{key}.name", f"{name!r} is not a valid topic name")
     if pattern is not None:
         try:
             re.compile(str(pattern))
         except re.error as exc:
-            raise ConfigError(f"{key}.pattern", f"{pattern!r} is not a valid regular expression: {exc}") from None
+            raise _error(f"{key}.pattern", f"{pattern!r} is not a valid regular expression: {exc}") from None
     fmt = raw.get("format", "raw")
     fmt = {"utf-8": "utf8", "bytes": "raw"}.get(fmt, fmt)
     if fmt not in FORMATS:
-        raise ConfigError(f"{key}.format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
+        raise _error(f"{key}.format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
     schema: list[FieldSpec] = []
     schema_raw = raw.get("schema")
     if fmt == "json":
         if not isinstance(schema_raw, (list, Mapping)) or not schema_raw:
-            raise ConfigError(f"{key}.schema", "format json needs a schema: a list of {name, type, required} or a mapping name: type")
+            raise _error(f"{key}.schema", "format json needs a schema: a list of {name, type, required} or a mapping name: type")
         items = schema_raw.items() if isinstance(schema_raw, Mapping) else enumerate(schema_raw)
         seen = set()
         reserved = {"topic", "partition", "offset", "timestamp", "key", "headers", "dt", "hour"}
@@ -426,31 +469,31 @@ def _topic(raw: Any, key: str) -> TopicSpec:
                 elif isinstance(item, Mapping):
                     ftype, required = item.get("type"), bool(item.get("required", False))
                 else:
-                    raise ConfigError(fkey, "must be a type name or {type:, required:}")
+                    raise _error(fkey, "must be a type name or {type:, required:}")
             else:
                 if not isinstance(item, Mapping) or "name" not in item:
-                    raise ConfigError(fkey, "must be a mapping with name: and type:")
+                    raise _error(fkey, "must be a mapping with name: and type:")
                 fname, ftype, required = str(item["name"]), item.get("type"), bool(item.get("required", False))
             if ftype not in FIELD_TYPES:
-                raise ConfigError(f"{fkey}.type" if not isinstance(schema_raw, Mapping) else fkey,
+                raise _error(f"{fkey}.type" if not isinstance(schema_raw, Mapping) else fkey,
                                   f"{ftype!r} is not one of {', '.join(FIELD_TYPES)}")
             if fname in reserved:
-                raise ConfigError(fkey, f"field name {fname!r} clashes with a loader column ({', '.join(sorted(reserved))})")
+                raise _error(fkey, f"field name {fname!r} clashes with a loader column ({', '.join(sorted(reserved))})")
             if fname in seen:
-                raise ConfigError(fkey, f"field {fname!r} is declared twice")
+                raise _error(fkey, f"field {fname!r} is declared twice")
             seen.add(fname)
             schema.append(FieldSpec(fname, ftype, required))
     elif schema_raw is not None:
-        raise ConfigError(f"{key}.schema", f"a schema applies to format json only (this topic is {fmt})")
+        raise _error(f"{key}.schema", f"a schema applies to format json only (this topic is {fmt})")
     time_field = raw.get("time_field", RECORD_TIMESTAMP)
     if time_field != RECORD_TIMESTAMP:
         if fmt != "json":
-            raise ConfigError(f"{key}.time_field", f"only a json topic can partition by a value field (this topic is {fmt})")
+            raise _error(f"{key}.time_field", f"only a json topic can partition by a value field (this topic is {fmt})")
         types = {f.name: f.type for f in schema}
         if time_field not in types:
-            raise ConfigError(f"{key}.time_field", f"{time_field!r} is not a field of the schema")
+            raise _error(f"{key}.time_field", f"{time_field!r} is not a field of the schema")
         if types[time_field] not in ("timestamp", "long", "int"):
-            raise ConfigError(f"{key}.time_field", f"{time_field!r} has type {types[time_field]}; use timestamp or long (epoch ms)")
+            raise _error(f"{key}.time_field", f"{time_field!r} has type {types[time_field]}; use timestamp or long (epoch ms)")
     return TopicSpec(name=name, pattern=str(pattern) if pattern is not None else None, format=fmt,
                      schema=tuple(schema), time_field=time_field,
                      expectations=_expectations(raw.get("expectations"), f"{key}.expectations"))
@@ -461,7 +504,7 @@ def _expectations(raw: Any, key: str) -> tuple:
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise ConfigError(key, "must be a list of {expect_...: {arguments}}")
+        raise _error(key, "must be a list of {expect_...: {arguments}}")
     out = []
     for i, item in enumerate(raw):
         k = f"{key}[{i}]"
@@ -470,11 +513,11 @@ def _expectations(raw: Any, key: str) -> tuple:
         elif isinstance(item, Mapping) and len(item) == 1:
             [(etype, kwargs)] = item.items()
         else:
-            raise ConfigError(k, "must be {expect_...: {arguments}} or {type: expect_..., kwargs: {...}}")
+            raise _error(k, "must be {expect_...: {arguments}} or {type: expect_..., kwargs: {...}}")
         if not isinstance(etype, str) or not re.fullmatch(r"expect_[a-z0-9_]+", etype):
-            raise ConfigError(k, f"{etype!r} is not a Great Expectations expectation name (expect_...)")
+            raise _error(k, f"{etype!r} is not a Great Expectations expectation name (expect_...)")
         if not isinstance(kwargs or {}, Mapping):
-            raise ConfigError(k, "the arguments must be a mapping")
+            raise _error(k, "the arguments must be a mapping")
         out.append({"type": etype, "kwargs": _deep_copy(dict(kwargs or {}))})
     return tuple(out)
 
@@ -483,28 +526,17 @@ def _mapping(raw: Mapping, key: str, required: bool = False) -> Mapping:
     value = raw.get(key)
     if value is None:
         if required:
-            raise ConfigError(key, "required")
+            raise _error(key, "required")
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(key, "must be a mapping")
-    return value
-
-
-def _int(raw: Mapping, key: str, default: int, minimum: int | None = None, prefix: str = "") -> int:
-    value = raw.get(key, default)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(prefix + key, f"{value!r} is not an integer")
-    if minimum is not None and value < minimum:
-        raise ConfigError(prefix + key, f"{value} is below the minimum {minimum}")
+        raise _error(key, "must be a mapping")
     return value
 
 
 def _no_unknown(raw: Mapping, known: set[str], prefix: str) -> None:
     for k in raw:
         if k not in known:
-            raise ConfigError(f"{prefix}{k}", f"unknown key (known: {', '.join(sorted(known))})")
+            raise _error(f"{prefix}{k}", f"unknown key (known: {', '.join(sorted(known))})")
 
 
 def _deep_copy(value: Any) -> Any:

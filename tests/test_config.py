@@ -264,3 +264,141 @@ def test_legacy_advertised_host_and_port() -> None:
     c = cfg(**{"port": "9100", "advertised.host.name": "public.example", "advertised.port": "19100"})
     assert c.listeners == [Listener("PLAINTEXT", "0.0.0.0", 9100)]
     assert c.advertised_listeners == [Listener("PLAINTEXT", "public.example", 19100)]
+
+
+# ---------------------------------------------------------------- one mechanism, one error line
+
+
+def _one_line(exc: BaseException, key: str, value: str) -> None:
+    msg = str(exc)
+    assert msg.startswith(f"Invalid value {value!r} for configuration {key}: "), msg
+    assert "\n" not in msg and isinstance(exc, ConfigError) and exc.key == key
+
+
+def test_one_config_error_class_everywhere() -> None:
+    from broker import configdef
+    from broker.client import group_config, producer_config
+    from mirror import config as mirror_config
+    from pipelines import config as loader_config
+
+    for module in (group_config, producer_config, mirror_config, loader_config):
+        assert module.ConfigError is configdef.ConfigError is ConfigError
+
+
+def test_bad_cleanup_policy_is_one_line_for_broker_and_topic() -> None:
+    from broker.storage.config import LogConfig
+
+    with pytest.raises(ConfigError) as e:
+        cfg(**{"log.cleanup.policy": "shred"})
+    _one_line(e.value, "log.cleanup.policy", "shred")
+    with pytest.raises(ConfigError) as e:
+        LogConfig().with_overrides({"cleanup.policy": "shred"})
+    _one_line(e.value, "cleanup.policy", "shred")
+
+
+@pytest.mark.parametrize("key, value", [
+    ("log.message.timestamp.type", "Whenever"), ("compression.type", "brotli"), ("producer.id.expiration.ms", "0"),
+])
+def test_bad_log_values_stop_the_broker_config(key: str, value: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        cfg(**{key: value})
+    _one_line(e.value, key, value)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("acks", "some"), ("batch.size", "big"), ("linger.ms", "-1"), ("producer.type", "later"),
+    ("enable.idempotence", "perhaps"), ("security.protocol", "SSL"),
+])
+def test_bad_producer_value_is_one_line(key: str, value: str) -> None:
+    from broker.client.producer_config import ProducerConfig
+
+    with pytest.raises(ConfigError) as e:
+        ProducerConfig.from_props({"bootstrap.servers": "127.0.0.1:1", key: value})
+    _one_line(e.value, key, value)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("auto.offset.reset", "never"), ("session.timeout.ms", "soon"), ("enable.auto.commit", "yes"),
+    ("partition.assignment.strategy", "sticky"),
+])
+def test_bad_consumer_value_is_one_line(key: str, value: str) -> None:
+    from broker.client.group_config import GroupConsumerConfig
+
+    with pytest.raises(ConfigError) as e:
+        GroupConsumerConfig.from_props({"bootstrap.servers": "127.0.0.1:1", "group.id": "g", key: value})
+    _one_line(e.value, key, value)
+
+
+@pytest.mark.parametrize("flag, value", [("num_streams", "0"), ("metrics_port", "70000"), ("abort_on_send_failure", "often")])
+def test_bad_mirror_value_is_one_line(tmp_path: Path, flag: str, value: str) -> None:
+    from mirror.config import build_config
+
+    consumer, producer = tmp_path / "c.properties", tmp_path / "p.properties"
+    consumer.write_text("zookeeper.connect=127.0.0.1:2181\n")
+    producer.write_text("bootstrap.servers=127.0.0.1:9092\n")
+    with pytest.raises(ConfigError) as e:
+        build_config([str(consumer)], str(producer), whitelist=".*", **{flag: value})
+    _one_line(e.value, flag.replace("_", "."), value)
+
+
+@pytest.mark.parametrize("change, key, line", [
+    ({"max_range_records": 0}, "max_range_records", "max_range_records: 0 must be at least 1"),
+    ({"fetch": {"max.bytes": "lots"}}, "fetch.max.bytes", "fetch.max.bytes: 'lots': not an integer"),
+    ({"out_of_range": "skip"}, "out_of_range", "out_of_range: 'skip' is not one of fail, earliest"),
+])
+def test_bad_loader_value_is_one_line_led_by_its_path(change: dict, key: str, line: str) -> None:
+    from pipelines.config import parse_config
+
+    base = {"cluster": {"bootstrap.servers": "127.0.0.1:9092"}, "warehouse": "file:///tmp/w", "topics": ["t"]}
+    with pytest.raises(ConfigError) as e:
+        parse_config({**base, **change})
+    assert str(e.value) == line and e.value.key == key
+
+
+def test_server_start_with_a_bad_value_says_one_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    props = tmp_path / "server.properties"
+    props.write_text("broker.id=0\nzookeeper.connect=127.0.0.1:1\nlog.dirs=" + str(tmp_path / "logs") + "\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "broker.cli", "server-start", str(props), "--override", "log.cleanup.policy=shred"],
+        capture_output=True, text=True, timeout=60, env=os.environ.copy(), cwd=REPO,
+    )
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr + run.stdout
+    assert run.stderr.strip().splitlines() == [
+        "logbus server-start: error: Invalid value 'shred' for configuration log.cleanup.policy: "
+        "expected delete, compact or compact,delete"
+    ]
+
+
+def test_key_table_parses_properties_strings_and_yaml_values() -> None:
+    from broker.configdef import ConfigDef, Key, OneOf, Range, Scope, Type
+
+    table = ConfigDef(Scope.LOADER, [
+        Key("n", Type.INT, 5, Range(1)), Key("flag", Type.BOOLEAN, False), Key("names", Type.LIST, []),
+        Key("mode", Type.STRING, "a", OneOf(("a", "b"))), Key("ratio", Type.DOUBLE, 0.5, Range(0, 1)),
+    ], aliases={"count": "n"}, ignored={"old.key"})
+    assert table.parse({"count": " 7 ", "flag": "TRUE", "names": "x, y,", "ratio": "0.25"}) == {
+        "n": 7, "flag": True, "names": ["x", "y"], "mode": "a", "ratio": 0.25}
+    assert table.parse({"n": 7, "flag": True, "names": ["x"], "mode": "b", "ratio": 1}) == {
+        "n": 7, "flag": True, "names": ["x"], "mode": "b", "ratio": 1.0}
+    for name, bad, reason in [("n", True, "not an integer"), ("n", "0", "must be at least 1"), ("n", 2**31, "out of range for a 32-bit integer"),
+                              ("flag", "yes", "expected true or false"), ("mode", "c", "expected one of a, b"),
+                              ("ratio", "2", "must be at most 1")]:
+        with pytest.raises(ConfigError) as e:
+            table.parse({name: bad})
+        assert str(e.value) == f"Invalid value {bad!r} for configuration {name}: {reason}"
+    assert table.unknown(["n", "count", "old.key", "typo"]) == ["typo"]
+    with pytest.raises(ValueError, match="defined twice"):
+        ConfigDef(Scope.LOADER, [Key("n", Type.INT), Key("n", Type.LONG)])
+
+
+def test_log_segment_bytes_has_one_default() -> None:
+    from broker.config import BROKER_CONFIG
+    from broker.storage.config import TOPIC_CONFIG, LogConfig
+
+    assert BROKER_CONFIG["log.segment.bytes"].default == TOPIC_CONFIG["segment.bytes"].default == 1073741824
+    assert cfg().log_segment_bytes == LogConfig().segment_bytes == LogConfig.from_broker(MINIMAL).segment_bytes

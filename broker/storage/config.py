@@ -1,93 +1,78 @@
-"""Per-log settings under Kafka's own key names (topic-level and broker-wide ``log.*``)."""
+"""Per-log settings under Kafka's own key names (topic-level and broker-wide ``log.*``).
+
+The topic keys are one table (``TOPIC_CONFIG``) of the configuration mechanism
+(``broker.configdef``); ``LogConfig``'s defaults are that table's defaults.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
+from broker.configdef import INT_MAX, LONG_MAX, ConfigDef, ConfigError, Key, OneOf, Range, Scope, Type, ValidList, parse_typed
+
+__all__ = ["LogConfig", "TOPIC_CONFIG", "BROKER_TO_TOPIC", "BROKER_TIME_KEYS", "INT_MAX", "LONG_MAX"]
+
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 _DAY_MS = 24 * 3600 * 1000
+CLEANUP_POLICIES = ("delete", "compact")
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 
-def _int(lo: int, hi: int = LONG_MAX) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
-        if isinstance(value, bool):
-            raise ValueError("expected an integer")
-        n = value if isinstance(value, int) else int(str(value).strip())
-        if not lo <= n <= hi:
-            raise ValueError(f"{n} is outside [{lo}, {hi}]")
-        return n
-
-    return parse
+def _cleanup_policy(parts: list[str]) -> str:
+    """``compact, Delete`` -> ``compact,delete``: sorted, lower case, each once."""
+    return ",".join(sorted({p.lower() for p in parts}))
 
 
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError("expected true or false")
-    return text == "true"
+def _unused(name: str, note: str = "") -> Key:
+    """A valid Kafka topic key storage does not act on; kept verbatim in LogConfig.other."""
+    return Key(name, Type.STRING, None, doc="Accepted, not used" + (f": {note}" if note else "."))
 
 
-def _choice(*options: str) -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        text = str(value).strip()
-        if text not in options:
-            raise ValueError(f"expected one of {', '.join(options)}")
-        return text
-
-    return parse
-
-
-def _cleanup_policy(value: Any) -> str:
-    parts = [p.strip().lower() for p in str(value).split(",") if p.strip()]
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("expected delete, compact or compact,delete")
-    return ",".join(sorted(set(parts)))
-
-
-# topic-level key -> (attribute, parser). These are the settings the broker acts on.
-_TOPIC_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "segment.bytes": ("segment_bytes", _int(14, INT_MAX)),
-    "segment.ms": ("segment_ms", _int(1)),
-    "retention.ms": ("retention_ms", _int(-1)),
-    "retention.bytes": ("retention_bytes", _int(-LONG_MAX)),
-    "flush.messages": ("flush_messages", _int(1)),
-    "flush.ms": ("flush_ms", _int(0)),
-    "index.interval.bytes": ("index_interval_bytes", _int(0, INT_MAX)),
-    "segment.index.bytes": ("segment_index_bytes", _int(4, INT_MAX)),
-    "max.message.bytes": ("max_message_bytes", _int(0, INT_MAX)),
-    "message.timestamp.type": ("message_timestamp_type", _choice(CREATE_TIME, LOG_APPEND_TIME)),
-    "cleanup.policy": ("cleanup_policy", _cleanup_policy),
-    "min.insync.replicas": ("min_insync_replicas", _int(1, INT_MAX)),
-    "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),
-    "compression.type": (
-        "compression_type",
-        _choice("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
-    ),
-}
-
-# Valid Kafka topic keys storage does not act on; kept verbatim in LogConfig.other.
-_OTHER_TOPIC_KEYS = frozenset(
-    {
-        "segment.jitter.ms", "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms",
-        "file.delete.delay.ms", "min.cleanable.dirty.ratio", "preallocate",
-        "message.timestamp.difference.max.ms", "message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms", "message.format.version", "message.downconversion.enable",
-        "leader.replication.throttled.replicas", "follower.replication.throttled.replicas",
-        "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-        "remote.storage.enable", "local.retention.ms", "local.retention.bytes",
-    }
+#: Topic-level keys. The first group is what storage acts on (LogConfig's attributes).
+TOPIC_CONFIG = ConfigDef(
+    Scope.TOPIC,
+    [
+        Key("segment.bytes", Type.INT, 1 << 30, Range(14, INT_MAX), "The segment size at which the log rolls."),
+        Key("segment.ms", Type.DURATION, 7 * _DAY_MS, Range(1), "The segment age at which the log rolls (7 days)."),
+        Key("retention.ms", Type.DURATION, 7 * _DAY_MS, Range(-1),
+            "Deletes whole segments whose newest record is older than this. `-1` keeps them forever."),
+        Key("retention.bytes", Type.LONG, -1, Range(-LONG_MAX),
+            "Deletes the oldest segments while the partition is larger than this."),
+        Key("flush.messages", Type.LONG, LONG_MAX, Range(1), "fsync after this many messages (the default means never)."),
+        Key("flush.ms", Type.DURATION, LONG_MAX, Range(0),
+            "fsync when the unflushed data is older than this (the default means never)."),
+        Key("index.interval.bytes", Type.INT, 4096, Range(0), "Bytes of log between offset-index entries."),
+        Key("segment.index.bytes", Type.INT, 10 * 1024 * 1024, Range(4), "The largest index of a segment."),
+        Key("max.message.bytes", Type.INT, 1048588, Range(0), "The largest batch accepted, after compression."),
+        Key("message.timestamp.type", Type.STRING, CREATE_TIME, OneOf((CREATE_TIME, LOG_APPEND_TIME)),
+            "`CreateTime` or `LogAppendTime`."),
+        Key("cleanup.policy", Type.LIST, ["delete"],
+            ValidList(CLEANUP_POLICIES, "expected delete, compact or compact,delete"),
+            "`delete`, `compact` or `compact,delete`.", convert=_cleanup_policy),
+        Key("min.insync.replicas", Type.INT, 1, Range(1), "The smallest ISR for which an `acks=all` produce succeeds."),
+        Key("unclean.leader.election.enable", Type.BOOLEAN, False, doc="Allows a leader from outside the ISR."),
+        Key("compression.type", Type.STRING, "producer", OneOf(COMPRESSION_TYPES),
+            "`producer` keeps the producer's codec; the others re-compress on the broker."),
+        _unused("segment.jitter.ms"), _unused("delete.retention.ms", "no compaction"),
+        _unused("min.compaction.lag.ms"), _unused("max.compaction.lag.ms"), _unused("min.cleanable.dirty.ratio"),
+        _unused("file.delete.delay.ms", "deleted segments are removed at once"), _unused("preallocate"),
+        _unused("message.timestamp.difference.max.ms"), _unused("message.timestamp.before.max.ms"),
+        _unused("message.timestamp.after.max.ms"),
+        _unused("message.format.version", "the log stores what the producer sent"),
+        _unused("message.downconversion.enable"), _unused("leader.replication.throttled.replicas", "no throttling"),
+        _unused("follower.replication.throttled.replicas"), _unused("compression.gzip.level"),
+        _unused("compression.lz4.level"), _unused("compression.zstd.level"),
+        _unused("remote.storage.enable", "no tiered storage"), _unused("local.retention.ms"),
+        _unused("local.retention.bytes"),
+    ],
 )
 
-# broker key -> topic key, for the keys that map one to one.
-_BROKER_KEYS = {
+#: Broker key -> topic key, for the keys that map one to one (the broker-wide defaults).
+BROKER_TO_TOPIC = {
     "log.segment.bytes": "segment.bytes",
     "log.retention.bytes": "retention.bytes",
     "log.flush.interval.messages": "flush.messages",
@@ -101,34 +86,40 @@ _BROKER_KEYS = {
     "compression.type": "compression.type",
 }
 
-# Kafka key groups where the first key present wins, with the unit of each, in ms.
-_BROKER_TIME_KEYS = {
+#: Kafka key groups where the first key present wins, with the unit of each, in ms.
+BROKER_TIME_KEYS = {
     "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3600 * 1000)),
     "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60 * 1000), ("log.retention.hours", 3600 * 1000)),
     "flush.ms": (("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
 }
+
+#: Broker-wide only: idle producers' idempotence state is dropped after this long.
+PRODUCER_ID_EXPIRATION = Key("producer.id.expiration.ms", Type.INT, _DAY_MS, Range(1))
+
+
+def _default(name: str) -> Any:
+    return TOPIC_CONFIG.default(name)
 
 
 @dataclass(frozen=True)
 class LogConfig:
     """Settings of one partition log; attribute names are Kafka's topic keys in snake_case."""
 
-    segment_bytes: int = 1 << 30
-    segment_ms: int = 7 * _DAY_MS
-    retention_ms: int = 7 * _DAY_MS
-    retention_bytes: int = -1
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    index_interval_bytes: int = 4096
-    segment_index_bytes: int = 10 * 1024 * 1024
-    max_message_bytes: int = 1048588
-    message_timestamp_type: str = CREATE_TIME
-    cleanup_policy: str = "delete"
-    min_insync_replicas: int = 1
-    unclean_leader_election_enable: bool = False
-    compression_type: str = "producer"
-    # Broker-wide only (producer.id.expiration.ms): idle producers' idempotence state is dropped.
-    producer_id_expiration_ms: int = _DAY_MS
+    segment_bytes: int = _default("segment.bytes")
+    segment_ms: int = _default("segment.ms")
+    retention_ms: int = _default("retention.ms")
+    retention_bytes: int = _default("retention.bytes")
+    flush_messages: int = _default("flush.messages")
+    flush_ms: int = _default("flush.ms")
+    index_interval_bytes: int = _default("index.interval.bytes")
+    segment_index_bytes: int = _default("segment.index.bytes")
+    max_message_bytes: int = _default("max.message.bytes")
+    message_timestamp_type: str = _default("message.timestamp.type")
+    cleanup_policy: str = _default("cleanup.policy")
+    min_insync_replicas: int = _default("min.insync.replicas")
+    unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
+    compression_type: str = _default("compression.type")
+    producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION.default
     other: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -143,58 +134,51 @@ class LogConfig:
     @classmethod
     def from_broker(cls, props: Mapping[str, Any]) -> LogConfig:
         """Build the broker-wide default from server.properties keys (``log.*`` and friends)."""
-        topic: dict[str, Any] = {}
-        for broker_key, topic_key in _BROKER_KEYS.items():
+        kwargs: dict[str, Any] = {}
+        for broker_key, topic_key in BROKER_TO_TOPIC.items():
             if broker_key in props:
-                topic[topic_key] = _parse(topic_key, props[broker_key], name=broker_key)
-        for topic_key, choices in _BROKER_TIME_KEYS.items():
+                kwargs[TOPIC_CONFIG[topic_key].attr] = TOPIC_CONFIG.parse_value(topic_key, _given(broker_key, props), broker_key)
+        for topic_key, choices in BROKER_TIME_KEYS.items():
             for broker_key, unit in choices:
                 if broker_key in props:
-                    n = _parse_with(broker_key, props[broker_key], _int(-LONG_MAX))
-                    topic[topic_key] = _parse(topic_key, n if n < 0 else n * unit, name=broker_key)
+                    n = parse_typed(Type.LONG, broker_key, _given(broker_key, props))
+                    value = n if n < 0 else n * unit
+                    kwargs[TOPIC_CONFIG[topic_key].attr] = TOPIC_CONFIG.parse_value(topic_key, value, broker_key)
                     break
-        kwargs = {_TOPIC_KEYS[k][0]: v for k, v in topic.items()}
-        if "producer.id.expiration.ms" in props:
-            kwargs["producer_id_expiration_ms"] = _parse_with(
-                "producer.id.expiration.ms", props["producer.id.expiration.ms"], _int(1)
-            )
+        if PRODUCER_ID_EXPIRATION.name in props:
+            kwargs["producer_id_expiration_ms"] = PRODUCER_ID_EXPIRATION.parse(_given(PRODUCER_ID_EXPIRATION.name, props))
         return cls(**kwargs)
 
     def with_overrides(self, topic_props: Mapping[str, Any]) -> LogConfig:
-        """Apply topic-level keys (``segment.bytes``...); unknown keys and bad values raise ValueError."""
+        """Apply topic-level keys (``segment.bytes``...); unknown keys and bad values raise ConfigError."""
         changes: dict[str, Any] = {}
         other = dict(self.other)
-        for key, value in topic_props.items():
-            if key in _TOPIC_KEYS:
-                changes[_TOPIC_KEYS[key][0]] = _parse(key, value)
-            elif key in _OTHER_TOPIC_KEYS:
-                other[key] = str(value)
+        for name, value in topic_props.items():
+            if name not in TOPIC_CONFIG:
+                raise ConfigError(f"Unknown topic configuration {name!r}", name)
+            key = TOPIC_CONFIG[name]
+            if key.attr in _ATTRS:
+                changes[key.attr] = key.parse(_given(name, topic_props))
             else:
-                raise ValueError(f"unknown topic config {key!r}")
+                other[name] = str(value)
         return dataclasses.replace(self, other=other, **changes)
 
     def topic_props(self) -> dict[str, str]:
-        """Every topic-level key with its value as a string (for DescribeConfigs)."""
+        """Every topic-level key storage acts on, with its value as a string (for DescribeConfigs)."""
         props = {}
-        for key, (attr, _) in _TOPIC_KEYS.items():
-            value = getattr(self, attr)
-            props[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        for key in TOPIC_CONFIG:
+            if key.attr in _ATTRS:
+                value = getattr(self, key.attr)
+                props[key.name] = str(value).lower() if isinstance(value, bool) else str(value)
         props.update(self.other)
         return props
 
 
-def _checked(key: str, value: Any) -> Any:
+_ATTRS = frozenset(f.name for f in dataclasses.fields(LogConfig))
+
+
+def _given(name: str, props: Mapping[str, Any]) -> Any:
+    value = props[name]
     if value is None:
-        raise ValueError(f"config {key}: no value")
+        raise ConfigError(f"Invalid value None for configuration {name}: no value", name)
     return value
-
-
-def _parse(topic_key: str, value: Any, name: str | None = None) -> Any:
-    return _parse_with(name or topic_key, value, _TOPIC_KEYS[topic_key][1])
-
-
-def _parse_with(name: str, value: Any, parser: Callable[[Any], Any]) -> Any:
-    try:
-        return parser(_checked(name, value))
-    except ValueError as exc:
-        raise ValueError(f"config {name}={value!r}: {exc}") from None

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from broker.config import ConfigError, load_properties, parse_overrides
+from broker.config import ConfigError, load_with_overrides
 
 
 class CommandError(Exception):
@@ -19,11 +19,8 @@ def client_config(config_file: str | None, overrides: Sequence[str], bootstrap: 
                   missing: str) -> dict[str, Any]:
     """A client tool's config: the ``.properties`` file, then ``key=value`` overrides, then
     ``--bootstrap-server``; ``missing`` is the error when nothing says how to reach the cluster."""
-    config: dict[str, Any] = {}
     try:
-        if config_file:
-            config.update(load_properties(config_file))
-        config.update(parse_overrides(overrides))
+        config: dict[str, Any] = dict(load_with_overrides(config_file, overrides))
     except (ConfigError, OSError) as exc:
         raise CommandError(str(exc)) from exc
     if bootstrap:

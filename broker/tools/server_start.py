@@ -7,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from broker.config import BrokerConfig, ConfigError, load_properties, parse_overrides
+from broker.config import BrokerConfig, ConfigError, load_with_overrides
 from broker.tools import CommandError
 
 
@@ -20,9 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        props = load_properties(args.config)
-        props.update(parse_overrides(args.override))
-        config = BrokerConfig.from_properties(props)
+        config = BrokerConfig.from_properties(load_with_overrides(args.config, args.override))
     except (ConfigError, OSError) as exc:
         raise CommandError(str(exc)) from exc
 

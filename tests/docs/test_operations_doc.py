@@ -1,29 +1,39 @@
-"""docs/operations.md lists every config key the code reads, with the default the code uses.
+"""docs/operations.md lists every configuration key, with its default, from the key tables.
 
-The tables are the doc's; this test only checks them against the key tables in the code
-(broker/config.py KNOWN_KEYS and its hand-read keys, broker/storage/config.py's topic keys and
-LogConfig defaults, the loader's ``metrics:`` keys from pipelines/config.py's MetricsConfig, the
-mirror-maker's ``--metrics.*`` flags from mirror/config.py's MirrorConfig), so adding a key or
-changing a default without the doc fails here.
+Every key is declared once in a ``ConfigDef`` table (broker/configdef.py): the broker's, the
+topic's, the producer's, the consumer's, the mirror-maker's and the loader's. This test walks
+those tables, so a key added to a table without a row in the doc, a default changed without the
+doc, or a row for a key no table has, fails here. Besides the tables, the broker reads its
+listeners and data directories by hand (HAND_READ_BROKER_KEYS).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
 import re
 from pathlib import Path
 
 import pytest
 
 from broker import config as broker_config
-from broker.storage import config as storage_config
+from broker.client.group_config import CONSUMER_CONFIG
+from broker.client.producer_config import PRODUCER_CONFIG
+from broker.configdef import NO_DEFAULT, ConfigDef, Scope
+from broker.storage.config import TOPIC_CONFIG
 from mirror.cli import add_arguments as mirror_arguments
-from mirror.config import MirrorConfig
-from pipelines.config import MetricsConfig
+from mirror.config import MIRROR_CONFIG
+from pipelines.config import LOADER_CONFIG
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
-# Keys the broker reads outside KNOWN_KEYS, with the default the code applies.
+TABLES: list[ConfigDef] = [broker_config.BROKER_CONFIG, TOPIC_CONFIG, PRODUCER_CONFIG, CONSUMER_CONFIG, MIRROR_CONFIG,
+                           LOADER_CONFIG]
+
+# The heading (lower case) of the doc's section for each table's keys; the broker's are everywhere else.
+SECTIONS = {Scope.TOPIC: "topic-level", Scope.PRODUCER: "producer keys", Scope.ZK_CONSUMER: "zookeeper consumer keys",
+            Scope.CONSUMER: "consumer keys", Scope.MIRROR: "mirror-maker keys", Scope.LOADER: "loader keys"}
+
+# Keys the broker reads outside its table, with the default the code applies.
 HAND_READ_BROKER_KEYS = {
     "listeners": "PLAINTEXT://0.0.0.0:9092",
     "advertised.listeners": "(listeners)",
@@ -33,15 +43,17 @@ HAND_READ_BROKER_KEYS = {
     "advertised.port": "(none)",
     "log.dirs": "/tmp/kafka-logs",
     "log.dir": "(none)",
-    "producer.id.expiration.ms": str(storage_config.LogConfig().producer_id_expiration_ms),
 }
+
+# Keys of a --consumer.config file, not flags of `logbus mirror-maker`.
+MIRROR_FILE_ONLY = {"mirror.source.name"}
 
 
 def format_default(value: object) -> str:
     """How a default is written in the doc's tables."""
-    if value is broker_config._NO_DEFAULT:
+    if value is NO_DEFAULT:
         return "(required)"
-    if value is None:
+    if value is None or value == "":
         return "(none)"
     if isinstance(value, bool):
         return str(value).lower()
@@ -52,22 +64,23 @@ def format_default(value: object) -> str:
     return str(value)
 
 
-def _rows(text: str) -> dict[str, list[str]]:
-    """`key` -> the other cells of the table row whose first cell is `key`.
+def row_name(scope: Scope, key: str) -> str:
+    """A key as _rows names it: ``producer:acks``; broker keys bare."""
+    return key if scope is Scope.BROKER else f"{scope.value}:{key}"
 
-    Rows under a heading containing "Topic-level" are topic keys, returned as `topic:<key>`
-    (several names, min.insync.replicas for one, are both broker and topic keys).
-    """
+
+def _rows(text: str) -> dict[str, list[str]]:
+    """`key` -> the other cells of the table row whose first cell is `key`, named by row_name."""
     rows: dict[str, list[str]] = {}
-    topic_section = False
+    scope = Scope.BROKER
     for line in text.splitlines():
         if line.startswith("#"):
-            topic_section = "topic-level" in line.lower()
+            heading = line.lower()
+            scope = next((s for s, marker in SECTIONS.items() if marker in heading), Scope.BROKER)
             continue
         m = re.match(r"^\|\s*`([^`]+)`\s*\|(.*)\|\s*$", line)
         if m:
-            key = ("topic:" if topic_section else "") + m.group(1)
-            rows.setdefault(key, [c.strip() for c in m.group(2).split("|")])
+            rows.setdefault(row_name(scope, m.group(1)), [c.strip() for c in m.group(2).split("|")])
     return rows
 
 
@@ -83,9 +96,11 @@ def _check(rows: dict[str, list[str]], key: str, default: str) -> None:
     )
 
 
-def test_every_broker_key_with_its_default(rows: dict[str, list[str]]) -> None:
-    for key, spec in broker_config.KNOWN_KEYS.items():
-        _check(rows, key, format_default(spec.default))
+@pytest.mark.parametrize("table", TABLES, ids=lambda t: t.scope.value)
+def test_every_key_of_every_table_with_its_default(rows: dict[str, list[str]], table: ConfigDef) -> None:
+    assert len(table) > 0
+    for key in table:
+        _check(rows, row_name(table.scope, key.name), format_default(key.default))
 
 
 def test_hand_read_broker_keys(rows: dict[str, list[str]]) -> None:
@@ -95,46 +110,16 @@ def test_hand_read_broker_keys(rows: dict[str, list[str]]) -> None:
         _check(rows, key, default)
 
 
-def test_every_topic_key_with_its_default(rows: dict[str, list[str]]) -> None:
-    defaults = {f.name: f.default for f in dataclasses.fields(storage_config.LogConfig)}
-    for key, (attr, _) in storage_config._TOPIC_KEYS.items():
-        _check(rows, f"topic:{key}", format_default(defaults[attr]))
-
-
-def test_accepted_but_unused_topic_keys_are_listed(rows: dict[str, list[str]]) -> None:
-    for key in storage_config._OTHER_TOPIC_KEYS:
-        assert f"topic:{key}" in rows, f"docs/operations.md has no table row for `topic:{key}`"
-
-
-def test_loader_metrics_keys(rows: dict[str, list[str]]) -> None:
-    """The loader's ``metrics:`` keys (the pushgateway), documented with the monitoring."""
-    for f in dataclasses.fields(MetricsConfig):
-        _check(rows, f"metrics.{f.name}", format_default(f.default))
-
-
-def _mirror_metrics_flags() -> dict[str, object]:
-    """``--metrics.port`` -> MirrorConfig's default, for its ``metrics_*`` fields."""
-    return {"--" + f.name.replace("_", "."): f.default for f in dataclasses.fields(MirrorConfig)
-            if f.name.startswith("metrics_")}
-
-
-def test_mirror_metrics_flags(rows: dict[str, list[str]]) -> None:
-    """The mirror-maker's Prometheus endpoint flags, which the command really takes."""
-    import argparse
-
+def test_mirror_keys_are_flags_of_the_command() -> None:
+    """The mirror-maker's table keys are the flags the command really takes."""
     parser = argparse.ArgumentParser()
     mirror_arguments(parser)
-    flags = _mirror_metrics_flags()
-    assert flags and set(flags) <= set(parser._option_string_actions)
-    for flag, default in flags.items():
-        _check(rows, flag, format_default(default))
+    flags = {"--" + key.name for key in MIRROR_CONFIG if key.name not in MIRROR_FILE_ONLY}
+    assert flags <= set(parser._option_string_actions)
 
 
 def test_no_stale_rows(rows: dict[str, list[str]]) -> None:
-    """A documented key the code no longer reads is an error too."""
-    known = set(broker_config.KNOWN_KEYS) | set(HAND_READ_BROKER_KEYS)
-    known |= {f"metrics.{f.name}" for f in dataclasses.fields(MetricsConfig)}
-    known |= set(_mirror_metrics_flags())
-    known |= {f"topic:{k}" for k in storage_config._TOPIC_KEYS} | {f"topic:{k}" for k in storage_config._OTHER_TOPIC_KEYS}
-    stale = sorted(k for k in rows if (k.startswith("topic:") or "." in k or k in ("port", "listeners")) and k not in known)
+    """A documented key that no table has is an error too."""
+    known = {row_name(table.scope, key.name) for table in TABLES for key in table} | set(HAND_READ_BROKER_KEYS)
+    stale = sorted(k for k in rows if (":" in k or "." in k or k in ("port", "listeners")) and k not in known)
     assert not stale, f"docs/operations.md documents keys the code does not read: {stale}"
