@@ -16,6 +16,7 @@ from twisted.logger import Logger
 from broker.cluster.controller import Controller, request_controlled_shutdown
 from broker.cluster.ids import ProducerIdAllocator, get_or_create_cluster_id
 from broker.cluster.zk import ZkClient
+from broker.cluster.zkdata import BrokerIdsZNode
 from broker.config import BrokerConfig, Listener
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.coordinator.group import GroupConfig
@@ -35,7 +36,6 @@ from broker.storage.manager import LogManager
 
 log = Logger()
 
-BROKER_IDS_PATH = "/brokers/ids"
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
 #: "wake every waiting consumer": the high watermark moved by an unknown number of bytes
 WAKE_ALL_BYTES = 1 << 62
@@ -103,8 +103,8 @@ class Broker:
         self.zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
         try:
             self.zk.ensure_paths()
-            self.metadata.cluster_id = get_or_create_cluster_id(self.zk.client)
-            self.producer_ids = ProducerIdAllocator(self.zk.client, self.broker_id)
+            self.metadata.cluster_id = get_or_create_cluster_id(self.zk)
+            self.producer_ids = ProducerIdAllocator(self.zk, self.broker_id)
             self._listen()
             # A broker restarted after kill -9 finds its old registration until that session expires.
             self.zk.register_broker(
@@ -129,7 +129,7 @@ class Broker:
             lambda: self.metadata.brokers.keys(),
         )
         self._set_brokers(self.zk.live_brokers())
-        self.zk.client.ChildrenWatch(BROKER_IDS_PATH, self._on_brokers_changed)
+        self.zk.watch_children(BrokerIdsZNode.path(), self._on_brokers_changed)
         self.cluster_watch.start()
         self.controller = Controller(
             self.zk,
