@@ -5,8 +5,9 @@ a broker shuts down cleanly, or leadership drifts from the preferred replicas.
 Blocking (kazoo) and single-threaded: ZooKeeper watches only queue events; one thread
 handles them in order. Each win of the election creates /controller and bumps
 /controller_epoch in one ZooKeeper transaction (the bump conditional on its version), and
-every partition-state write is conditional on the znode version it read, and is refused when the state carries a newer controller epoch, so a deposed controller cannot
-overwrite its successor. Brokers learn their roles by watching the state znodes.
+every partition-state write is conditional on the znode version it read, and is refused
+when the state carries a newer controller epoch, so a deposed controller cannot overwrite
+its successor (the ZooKeeper calls: ``ZkClient``). Brokers learn their roles by watching the state znodes.
 
 Leader choice lives in ``elect_leader``, a pure function.
 """
@@ -19,8 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
-
-from kazoo.protocol.states import KazooState
 
 from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
 
@@ -122,7 +121,7 @@ class Controller:
             self._events.put(("delete_topics",))
 
     def _on_zk_state(self, state: str) -> None:
-        if state == KazooState.LOST:
+        if state == "LOST":  # see ZkClient.add_state_listener
             if self.active:
                 log.warning("controller %d: ZooKeeper session lost; no longer controller", self.broker_id)
             self.active = False

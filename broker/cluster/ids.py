@@ -10,9 +10,7 @@ import base64
 import threading
 import uuid
 
-from kazoo.exceptions import BadVersionError
-
-from broker.cluster.zk import ZkClient
+from broker.cluster.zk import ZkClient, ZkVersionConflictError
 from broker.cluster.zkdata import ClusterIdZNode, ProducerIdBlock, ProducerIdBlockZNode
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -62,7 +60,7 @@ class ProducerIdAllocator:
             try:
                 self._zk.set_data(path, ProducerIdBlockZNode.encode(block), version=stat.version)
                 return block.start, block.end
-            except BadVersionError:
+            except ZkVersionConflictError:
                 continue
 
     def _block(self, start: int) -> ProducerIdBlock:

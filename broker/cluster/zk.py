@@ -253,8 +253,12 @@ class ZkClient:
         return True
 
     def set_data(self, path: str, data: bytes, version: int = -1, retry: bool = False) -> int:
-        """Overwrite a znode (only if still at ``version``, unless -1); returns its new version."""
-        return int(self._call(retry, self._zk.set, path, data, version=version).version)
+        """Overwrite a znode and return its new version. With ``version`` (not -1) only if the node is
+        still at that version, else ZkVersionConflictError."""
+        try:
+            return int(self._call(retry, self._zk.set, path, data, version=version).version)
+        except BadVersionError:
+            raise ZkVersionConflictError(f"{path} is no longer at zk version {version}") from None
 
     def delete(self, path: str, version: int = -1, recursive: bool = False, retry: bool = False) -> None:
         """Delete a znode (only if still at ``version``, unless -1); a missing one is fine."""
@@ -448,7 +452,7 @@ class ZkClient:
         if version is not None:
             try:
                 return self.set_data(path, data, version=version)
-            except (BadVersionError, NoNodeError):
+            except (ZkVersionConflictError, NoNodeError):
                 raise ZkVersionConflictError(
                     f"partition state of {topic}-{partition} is no longer at zk version {version}"
                 ) from None
@@ -533,7 +537,7 @@ class ZkClient:
             try:
                 self.set_data(ControllerEpochZNode.path(), ControllerEpochZNode.encode(current + 1), version=version)
                 return current + 1
-            except BadVersionError:
+            except ZkVersionConflictError:
                 continue
 
     def request_controlled_shutdown(self, broker_id: int) -> None:
