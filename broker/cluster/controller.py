@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
@@ -225,18 +226,17 @@ class Controller:
         return live, shutting & live
 
     def _reconcile_all(self) -> None:
-        live, shutting = self._live()
-        states = self._read_states(self.zk.all_topics())
-        counts = _leader_counts(states)
-        for (topic, partition), (replicas, state) in sorted(states.items()):
-            self._reconcile(topic, partition, replicas, state, live, shutting, counts)
+        self._reconcile_topics(self.zk.all_topics())
 
     def _reconcile_topic(self, topic: str) -> None:
+        self._reconcile_topics([topic])
+
+    def _reconcile_topics(self, topics: Iterable[str]) -> None:
         live, shutting = self._live()
-        states = self._read_states([topic])
-        counts = _leader_counts(states)
-        for (t, partition), (replicas, state) in sorted(states.items()):
-            self._reconcile(t, partition, replicas, state, live, shutting, counts)
+        states = self._read_states(topics)
+        brokers = _Brokers(live, shutting, _leader_counts(states))
+        for (topic, partition), (replicas, state) in sorted(states.items()):
+            self._reconcile(topic, partition, replicas, state, brokers)
 
     def _read_states(self, topics: Iterable[str]) -> dict[tuple[str, int], tuple[list[int], PartitionState | None]]:
         found = {}
@@ -251,36 +251,23 @@ class Controller:
         return self.unclean_default if value is None else value.strip().lower() == "true"
 
     def _reconcile(
-        self,
-        topic: str,
-        partition: int,
-        replicas: list[int],
-        state: PartitionState | None,
-        live: set[int],
-        shutting: set[int],
-        counts: dict[int, int],
+        self, topic: str, partition: int, replicas: list[int], state: PartitionState | None, brokers: _Brokers
     ) -> None:
         """Bring one partition's state in line with the live brokers (retrying on conflicts)."""
         for _ in range(10):
             if not self.active:
                 return
             try:
-                self._reconcile_once(topic, partition, replicas, state, live, shutting, counts)
+                self._reconcile_once(topic, partition, replicas, state, brokers)
                 return
             except ZkVersionConflictError:
                 state = self.zk.partition_state(topic, partition)
         log.warning("controller: gave up on %s-%d after repeated conflicts", topic, partition)
 
     def _reconcile_once(
-        self,
-        topic: str,
-        partition: int,
-        replicas: list[int],
-        state: PartitionState | None,
-        live: set[int],
-        shutting: set[int],
-        counts: dict[int, int],
+        self, topic: str, partition: int, replicas: list[int], state: PartitionState | None, brokers: _Brokers
     ) -> None:
+        live, shutting, counts = brokers.live, brokers.shutting, brokers.leader_counts
         if state is None:
             isr = [r for r in replicas if r in live]
             eligible = [r for r in isr if r not in shutting] or isr
@@ -340,6 +327,15 @@ class Controller:
                 self._write(topic, partition, state, preferred, state.leader_epoch + 1, state.isr, "preferred replica election")
             except ZkVersionConflictError:
                 continue
+
+
+@dataclass
+class _Brokers:
+    """What one reconciliation pass knows of the brokers; ``leader_counts`` follows its own writes."""
+
+    live: set[int]
+    shutting: set[int]
+    leader_counts: dict[int, int]
 
 
 def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]]) -> dict[int, int]:
