@@ -51,13 +51,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kazoo.exceptions import NodeExistsError, NoNodeError
-
 from broker.client.accumulator import VARINT_TABLE, encode_headers
 from broker.client.producer import Producer
 from broker.client.zk_consumer import ConsumerTimeoutException, RawChunk, ZookeeperConsumerConnector
-from broker.cluster.ids import CLUSTER_ID_PATH
 from broker.cluster.zk import ZkClient
+from broker.cluster.zkdata import ClusterIdZNode
 from broker.protocol.records.layout import HEADER_SIZE
 from mirror.config import MirrorConfig, SourceConfig
 from mirror.errors import MirrorError
@@ -69,8 +67,6 @@ from mirror.stats import LagProbe, Reporter
 from mirror.topics import TargetAdmin, TargetTopics, choose_partition
 
 log = logging.getLogger("mirror")
-
-import json  # noqa: E402  (kept apart: used only for the cluster id)
 
 
 class Gate:
@@ -115,17 +111,17 @@ class Gate:
 def read_cluster_id(zk: ZkClient, timeout: float = 60.0, stop: threading.Event | None = None) -> str:
     """``/cluster/id`` of a cluster (written by its first broker); waits for it to appear."""
     deadline = time.monotonic() + timeout
+    path = ClusterIdZNode.path()
     while True:
         try:
-            raw, _ = zk.client.get(CLUSTER_ID_PATH)
-            return json.loads(raw)["id"]
-        except NoNodeError:
-            pass
+            found = zk.read(path)
+            if found is not None:
+                return ClusterIdZNode.decode(found[0])
         except Exception as exc:  # noqa: BLE001 - ZooKeeper trouble: wait like for a missing node
-            log.debug("reading %s: %s", CLUSTER_ID_PATH, exc)
+            log.debug("reading %s: %s", path, exc)
         if time.monotonic() > deadline or (stop is not None and stop.is_set()):
             raise MirrorError(f"{getattr(zk, 'connect', 'source')}: "
-                              f"no {CLUSTER_ID_PATH} (has a broker of this cluster ever started?)")
+                              f"no {path} (has a broker of this cluster ever started?)")
         time.sleep(0.5)
 
 
@@ -209,24 +205,11 @@ class Source:
         if self.connector is None:
             return 0
         owned = self.connector.owned_partitions()
-        zk = self.zk.client
-        written = 0
-        base = f"/consumers/{self.cfg.group}/offsets"
-        for (topic, partition), offset in sorted(positions.items()):
-            if (topic, partition) not in owned or self.committed.get((topic, partition)) == offset:
-                continue
-            path = f"{base}/{topic}/{partition}"
-            data = str(offset).encode()
-            try:
-                zk.set(path, data)
-            except NoNodeError:
-                try:
-                    zk.create(path, data, makepath=True)
-                except NodeExistsError:
-                    zk.set(path, data)
-            self.committed[(topic, partition)] = offset
-            written += 1
-        return written
+        changed = {tp: offset for tp, offset in sorted(positions.items())
+                   if tp in owned and self.committed.get(tp) != offset}
+        self.connector.offset_store.commit(self.cfg.group, changed)
+        self.committed.update(changed)
+        return len(changed)
 
     def shutdown(self) -> None:
         if self.probe is not None:

@@ -367,7 +367,7 @@ class ClusterMetadata:
             for partition in assignment:
                 state = zk.partition_state(name, partition)
                 leaders[partition] = state.leader if state is not None else -1
-            errors[name] = ErrorCode.NONE if all(l >= 0 for l in leaders.values()) else ErrorCode.LEADER_NOT_AVAILABLE
+            errors[name] = ErrorCode.NONE if all(leader >= 0 for leader in leaders.values()) else ErrorCode.LEADER_NOT_AVAILABLE
             new_topics[name] = TopicInfo(name, leaders)
         self._topics = new_topics
         return errors

@@ -11,18 +11,25 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from typing import Protocol
 
 from broker.protocol.errors import InvalidPartitionsError, InvalidReplicationFactorError
 
 __all__ = ["assign_replicas"]
 
 
+
+class RandRange(Protocol):
+    """What the assignment draws from: ``random`` (the module) or a seeded ``random.Random``."""
+
+    def randrange(self, start: int, stop: int | None = ..., step: int = ...) -> int: ...
+
 def assign_replicas(
     broker_ids: Iterable[int],
     num_partitions: int,
     replication_factor: int,
     start_index: int | None = None,
-    rng: random.Random | object = random,
+    rng: RandRange = random,
     start_partition: int = 0,
 ) -> dict[int, list[int]]:
     """Map partition -> replica broker ids (first = preferred leader).
@@ -44,8 +51,8 @@ def assign_replicas(
     if start_index is not None and start_index < 0:
         raise ValueError(f"start_index must be >= 0, got {start_index}")
 
-    first_offset = start_index if start_index is not None else rng.randrange(n)  # type: ignore[attr-defined]
-    shift = start_index if start_index is not None else rng.randrange(n)  # type: ignore[attr-defined]
+    first_offset = start_index if start_index is not None else rng.randrange(n)
+    shift = start_index if start_index is not None else rng.randrange(n)
     result: dict[int, list[int]] = {}
     for partition in range(start_partition, start_partition + num_partitions):
         if partition > 0 and partition % n == 0:

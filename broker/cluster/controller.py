@@ -4,35 +4,25 @@ a broker shuts down cleanly, or leadership drifts from the preferred replicas.
 
 Blocking (kazoo) and single-threaded: ZooKeeper watches only queue events; one thread
 handles them in order. Each win of the election creates /controller and bumps
-/controller_epoch in one ZooKeeper transaction (the bump conditional on its version), and every partition-state write is conditional on the znode version it read, and is
-refused when the state carries a newer controller epoch, so a deposed controller cannot
-overwrite its successor. Brokers learn their roles by watching the state znodes.
+/controller_epoch in one ZooKeeper transaction (the bump conditional on its version), and
+every partition-state write is conditional on the znode version it read, and is refused
+when the state carries a newer controller epoch, so a deposed controller cannot overwrite
+its successor (the ZooKeeper calls: ``ZkClient``). Brokers learn their roles by watching the state znodes.
 
 Leader choice lives in ``elect_leader``, a pure function.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import KazooState
-
-from broker.cluster.zk import (
-    CONTROLLED_SHUTDOWN,
-    CONTROLLER,
-    CONTROLLER_EPOCH,
-    PartitionState,
-    ZkClient,
-    ZkVersionConflictError,
-    create_partition_state,
-)
+from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
 
 log = logging.getLogger(__name__)
 
@@ -100,16 +90,14 @@ class Controller:
 
     def start(self) -> None:
         """Start the event thread and the watches (blocking: call off the reactor)."""
-        kz = self.zk.kazoo
         self.zk.add_state_listener(self._on_zk_state)
         self.zk.add_new_session_callback(lambda: self._events.put(("elect",)))
         self._thread.start()
-        kz.ensure_path(CONTROLLED_SHUTDOWN)
-        kz.DataWatch(CONTROLLER, self._on_controller_node)
+        self.zk.watch_controller(self._on_controller_node)
         self.zk.watch_brokers(lambda _ids: self._events.put(("reconcile",)))
         self.zk.watch_topics(lambda _names: self._events.put(("topics",)))
-        self.zk.watch_topic_deletions(lambda names: names and self._events.put(("delete_topics",)))
-        self.zk._watch_children(CONTROLLED_SHUTDOWN, lambda _ids: self._events.put(("reconcile",)))
+        self.zk.watch_topic_deletions(self._on_topic_deletions)
+        self.zk.watch_controlled_shutdowns(lambda _ids: self._events.put(("reconcile",)))
         if self.auto_rebalance:
             threading.Thread(target=self._rebalance_timer, name="leader-rebalance", daemon=True).start()
 
@@ -129,8 +117,12 @@ class Controller:
         self._events.put(("elect",))
         return None
 
+    def _on_topic_deletions(self, names: list[str]) -> None:
+        if names:
+            self._events.put(("delete_topics",))
+
     def _on_zk_state(self, state: str) -> None:
-        if state == KazooState.LOST:
+        if state == "LOST":  # see ZkClient.add_state_listener
             if self.active:
                 log.warning("controller %d: ZooKeeper session lost; no longer controller", self.broker_id)
             self.active = False
@@ -142,7 +134,7 @@ class Controller:
     # -- the event thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
-        handlers = {
+        handlers: dict[str, Callable[..., None]] = {
             "elect": self._elect,
             "reconcile": self._reconcile_all,
             "topics": self._on_topics,
@@ -165,13 +157,12 @@ class Controller:
                     self._events.put(event if event[0] != "topic" else ("reconcile",))
 
     def _elect(self) -> None:
-        kz = self.zk.kazoo
-        if not kz.connected:
+        if not self.zk.connected:
             return
-        try:
-            raw, stat = kz.get(CONTROLLER)
-            holder = int(json.loads(raw)["brokerid"])
-            if holder == self.broker_id and stat.ephemeralOwner != self.zk.session_id:
+        found = self.zk.controller()
+        if found is not None:
+            holder, ours = found
+            if holder == self.broker_id and not ours:
                 holder = -1  # our previous session's node, about to vanish
             if holder != self.broker_id:
                 self.active = False
@@ -179,39 +170,11 @@ class Controller:
             if holder == self.broker_id and not self.active:
                 self._become_controller()  # our node, from before a reconnect
             return
-        except NoNodeError:
-            pass
-        data = json.dumps({"version": 1, "brokerid": self.broker_id, "timestamp": str(int(time.time() * 1000))})
-        while True:
-            # one transaction: the node and the epoch bump, so no controller ever runs unfenced
-            epoch, version = self._read_epoch()
-            txn = kz.transaction()
-            txn.create(CONTROLLER, data.encode(), ephemeral=True)
-            txn.set_data(CONTROLLER_EPOCH, str(epoch + 1).encode(), version=version)
-            created, bumped = txn.commit()
-            if isinstance(created, NodeExistsError):
-                self._events.put(("elect",))
-                return
-            if isinstance(bumped, BadVersionError):
-                continue  # another controller's bump in between: read the epoch again
-            for result in (created, bumped):
-                if isinstance(result, Exception):
-                    raise result
-            break
-        self._become_controller(epoch + 1)
-
-    def _read_epoch(self) -> tuple[int, int]:
-        """(the current /controller_epoch, its znode version); created as 0 when missing."""
-        kz = self.zk.kazoo
-        while True:
-            try:
-                raw, stat = kz.get(CONTROLLER_EPOCH)
-                return int(raw or b"0"), stat.version
-            except NoNodeError:
-                try:
-                    kz.create(CONTROLLER_EPOCH, b"0")
-                except NodeExistsError:
-                    pass
+        epoch = self.zk.claim_controller(self.broker_id)
+        if epoch is None:
+            self._events.put(("elect",))
+            return
+        self._become_controller(epoch)
 
     def _set_controller(self, controller_id: int) -> None:
         if controller_id != self.controller_id:
@@ -221,14 +184,8 @@ class Controller:
     def _become_controller(self, epoch: int | None = None) -> None:
         """Act as the controller at ``epoch`` (None: our /controller node survived a reconnect,
         so the epoch is bumped now, conditionally on its version)."""
-        kz = self.zk.kazoo
-        while epoch is None:
-            current, version = self._read_epoch()
-            try:
-                kz.set(CONTROLLER_EPOCH, str(current + 1).encode(), version=version)
-                epoch = current + 1
-            except BadVersionError:
-                continue
+        if epoch is None:
+            epoch = self.zk.bump_controller_epoch()
         self.epoch = epoch
         self.active = True
         self._topic_watches.clear()
@@ -256,7 +213,7 @@ class Controller:
             self._events.put(("topic", topic))
             return None
 
-        self.zk.kazoo.DataWatch(f"/brokers/topics/{topic}", on_change)
+        self.zk.watch_topic(topic, on_change)
 
     def _delete_topics(self) -> None:
         for topic in self.zk.pending_topic_deletions():
@@ -265,22 +222,21 @@ class Controller:
 
     def _live(self) -> tuple[set[int], set[int]]:
         live = set(self.zk.live_brokers())
-        shutting = {int(c) for c in self.zk._children(CONTROLLED_SHUTDOWN) if c.isdigit()}
+        shutting = self.zk.brokers_shutting_down()
         return live, shutting & live
 
     def _reconcile_all(self) -> None:
-        live, shutting = self._live()
-        states = self._read_states(self.zk.all_topics())
-        counts = _leader_counts(states)
-        for (topic, partition), (replicas, state) in sorted(states.items()):
-            self._reconcile(topic, partition, replicas, state, live, shutting, counts)
+        self._reconcile_topics(self.zk.all_topics())
 
     def _reconcile_topic(self, topic: str) -> None:
+        self._reconcile_topics([topic])
+
+    def _reconcile_topics(self, topics: Iterable[str]) -> None:
         live, shutting = self._live()
-        states = self._read_states([topic])
-        counts = _leader_counts(states)
-        for (t, partition), (replicas, state) in sorted(states.items()):
-            self._reconcile(t, partition, replicas, state, live, shutting, counts)
+        states = self._read_states(topics)
+        brokers = _Brokers(live, shutting, _leader_counts(states))
+        for (topic, partition), (replicas, state) in sorted(states.items()):
+            self._reconcile(topic, partition, replicas, state, brokers)
 
     def _read_states(self, topics: Iterable[str]) -> dict[tuple[str, int], tuple[list[int], PartitionState | None]]:
         found = {}
@@ -295,43 +251,30 @@ class Controller:
         return self.unclean_default if value is None else value.strip().lower() == "true"
 
     def _reconcile(
-        self,
-        topic: str,
-        partition: int,
-        replicas: list[int],
-        state: PartitionState | None,
-        live: set[int],
-        shutting: set[int],
-        counts: dict[int, int],
+        self, topic: str, partition: int, replicas: list[int], state: PartitionState | None, brokers: _Brokers
     ) -> None:
         """Bring one partition's state in line with the live brokers (retrying on conflicts)."""
         for _ in range(10):
             if not self.active:
                 return
             try:
-                self._reconcile_once(topic, partition, replicas, state, live, shutting, counts)
+                self._reconcile_once(topic, partition, replicas, state, brokers)
                 return
             except ZkVersionConflictError:
                 state = self.zk.partition_state(topic, partition)
         log.warning("controller: gave up on %s-%d after repeated conflicts", topic, partition)
 
     def _reconcile_once(
-        self,
-        topic: str,
-        partition: int,
-        replicas: list[int],
-        state: PartitionState | None,
-        live: set[int],
-        shutting: set[int],
-        counts: dict[int, int],
+        self, topic: str, partition: int, replicas: list[int], state: PartitionState | None, brokers: _Brokers
     ) -> None:
+        live, shutting, counts = brokers.live, brokers.shutting, brokers.leader_counts
         if state is None:
             isr = [r for r in replicas if r in live]
             eligible = [r for r in isr if r not in shutting] or isr
             leader = eligible[0] if eligible else NO_LEADER
             if self.zk.topic_assignment(topic) is None:
                 return  # deleted meanwhile
-            create_partition_state(self.zk, topic, partition, leader, 0, isr, self.epoch)
+            self.zk.create_partition_state(topic, partition, leader, 0, isr, self.epoch)
             counts[leader] = counts.get(leader, 0) + 1
             log.info("controller: %s-%d starts with leader %d, isr %s", topic, partition, leader, isr)
             return
@@ -351,7 +294,8 @@ class Controller:
             if state.leader in shutting:
                 return  # no other replica can take over: the broker keeps leading until it stops
             if state.leader != NO_LEADER:
-                self._write(topic, partition, state, NO_LEADER, state.leader_epoch + 1, state.isr, "no replica in the isr is live")
+                why = "no replica in the isr is live"
+                self._write(topic, partition, state, NO_LEADER, state.leader_epoch + 1, state.isr, why)
             return
         leader, new_isr = choice
         if state.leader in counts and counts[state.leader] > 0:
@@ -385,6 +329,15 @@ class Controller:
                 continue
 
 
+@dataclass
+class _Brokers:
+    """What one reconciliation pass knows of the brokers; ``leader_counts`` follows its own writes."""
+
+    live: set[int]
+    shutting: set[int]
+    leader_counts: dict[int, int]
+
+
 def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]]) -> dict[int, int]:
     counts: dict[int, int] = {}
     for _replicas, state in states.values():
@@ -395,7 +348,4 @@ def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionSt
 
 def request_controlled_shutdown(zk: ZkClient, broker_id: int) -> None:
     """Ask the controller to move leadership off ``broker_id`` (ephemeral, gone with the session)."""
-    try:
-        zk.kazoo.create(f"{CONTROLLED_SHUTDOWN}/{broker_id}", b"", ephemeral=True, makepath=True)
-    except NodeExistsError:
-        pass
+    zk.request_controlled_shutdown(broker_id)

@@ -7,39 +7,31 @@ unique across brokers and restarts.
 from __future__ import annotations
 
 import base64
-import json
 import threading
 import uuid
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from broker.cluster.zk import ZkClient, ZkVersionConflictError
+from broker.cluster.zkdata import ClusterIdZNode, ProducerIdBlock, ProducerIdBlockZNode
 
-CLUSTER_ID_PATH = "/cluster/id"
-PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 PRODUCER_ID_BLOCK_SIZE = 1000
 
 
-def get_or_create_cluster_id(client: KazooClient) -> str:
+def get_or_create_cluster_id(zk: ZkClient) -> str:
     """The cluster's id, creating it (a url-safe base64 UUID, as Kafka does) on first start."""
-    try:
-        data, _ = client.get(CLUSTER_ID_PATH)
-        return json.loads(data)["id"]
-    except NoNodeError:
-        pass
-    new_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    try:
-        client.create(CLUSTER_ID_PATH, json.dumps({"version": "1", "id": new_id}).encode(), makepath=True)
-        return new_id
-    except NodeExistsError:
-        data, _ = client.get(CLUSTER_ID_PATH)
-        return json.loads(data)["id"]
+    while True:
+        found = zk.read(ClusterIdZNode.path())
+        if found is not None:
+            return ClusterIdZNode.decode(found[0])
+        new_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if zk.create(ClusterIdZNode.path(), ClusterIdZNode.encode(new_id)):
+            return new_id
 
 
 class ProducerIdAllocator:
     """Hands out producer ids from blocks claimed in ZooKeeper with a conditional write."""
 
-    def __init__(self, client: KazooClient, broker_id: int) -> None:
-        self._client = client
+    def __init__(self, zk: ZkClient, broker_id: int) -> None:
+        self._zk = zk
         self._broker_id = broker_id
         self._lock = threading.Lock()
         self._next = 0
@@ -55,30 +47,21 @@ class ProducerIdAllocator:
             return producer_id
 
     def _claim_block(self) -> tuple[int, int]:
-        client = self._client
+        path = ProducerIdBlockZNode.path()
         while True:
+            found = self._zk.read(path)
+            if found is None:
+                block = self._block(0)
+                if self._zk.create(path, ProducerIdBlockZNode.encode(block)):
+                    return block.start, block.end
+                continue
+            raw, stat = found
+            block = self._block(ProducerIdBlockZNode.decode(raw).end + 1)
             try:
-                data, stat = client.get(PRODUCER_ID_BLOCK_PATH)
-            except NoNodeError:
-                block = self._block_json(0)
-                try:
-                    client.create(PRODUCER_ID_BLOCK_PATH, block, makepath=True)
-                    return 0, PRODUCER_ID_BLOCK_SIZE - 1
-                except NodeExistsError:
-                    continue
-            start = int(json.loads(data)["block_end"]) + 1
-            try:
-                client.set(PRODUCER_ID_BLOCK_PATH, self._block_json(start), version=stat.version)
-                return start, start + PRODUCER_ID_BLOCK_SIZE - 1
-            except BadVersionError:
+                self._zk.set_data(path, ProducerIdBlockZNode.encode(block), version=stat.version)
+                return block.start, block.end
+            except ZkVersionConflictError:
                 continue
 
-    def _block_json(self, start: int) -> bytes:
-        return json.dumps(
-            {
-                "version": 1,
-                "broker": self._broker_id,
-                "block_start": str(start),
-                "block_end": str(start + PRODUCER_ID_BLOCK_SIZE - 1),
-            }
-        ).encode()
+    def _block(self, start: int) -> ProducerIdBlock:
+        return ProducerIdBlock(self._broker_id, start, start + PRODUCER_ID_BLOCK_SIZE - 1)

@@ -7,32 +7,43 @@ reactor thread for calls that need one round trip.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.recipe.watchers import ChildrenWatch
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from broker.cluster.zkdata import (
+    BASE_PATHS,
+    BrokerIdsZNode,
+    BrokerIdZNode,
+    BrokerInfo,
+    ConfigEntityZNode,
+    ConfigType,
+    ControlledShutdownZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    DeleteTopicsZNode,
+    PartitionState,
+    TopicPartitionStateZNode,
+    TopicsZNode,
+    TopicZNode,
+)
 from broker.config import Listener
 from broker.protocol.errors import InvalidTopicError, TopicAlreadyExistsError
 
 log = logging.getLogger(__name__)
 
-BROKER_IDS = "/brokers/ids"
-BROKER_TOPICS = "/brokers/topics"
-CONFIG_TOPICS = "/config/topics"
-DELETE_TOPICS = "/admin/delete_topics"
-CONSUMERS = "/consumers"
-#: Created by ensure_paths(); /controller and /controller_epoch belong to the controller.
-BASE_PATHS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, DELETE_TOPICS, CONSUMERS)
+__all__ = [
+    "BrokerIdInUseError", "BrokerInfo", "PartitionState", "ZkClient", "ZkConnectionError", "ZkError",
+    "ZkVersionConflictError", "split_connect_string", "validate_topic_name",
+]
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -53,32 +64,6 @@ class ZkVersionConflictError(ZkError):
     """A conditional update lost: the node changed (or vanished) since it was read."""
 
 
-@dataclass(frozen=True)
-class BrokerInfo:
-    """A registered broker as read from /brokers/ids/<id>."""
-
-    id: int
-    host: str | None
-    port: int
-    rack: str | None
-    endpoints: list[Listener]
-
-    def endpoint(self, name: str = "PLAINTEXT") -> Listener | None:
-        """The endpoint for listener ``name``, if the broker has one."""
-        return next((e for e in self.endpoints if e.name == name), None)
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """Leader and ISR of one partition; ``zk_version`` is for conditional updates."""
-
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    controller_epoch: int
-    zk_version: int
-
-
 def split_connect_string(connect: str) -> tuple[str, str]:
     """Split ``host:port[,host:port]/chroot`` into (hosts, chroot); chroot is '' when absent."""
     hosts, slash, chroot = connect.strip().partition("/")
@@ -90,16 +75,6 @@ def validate_topic_name(name: str) -> None:
     """Kafka's rule: 1-249 of [a-zA-Z0-9._-], and not '.' or '..'."""
     if name in (".", "..") or not _TOPIC_NAME.match(name):
         raise InvalidTopicError(f"invalid topic name {name!r}: use 1-249 of [a-zA-Z0-9._-], not '.' or '..'")
-
-
-def _json(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _parse_endpoint(text: str) -> Listener:
-    name, _, rest = text.partition("://")
-    host, _, port = rest.rpartition(":")
-    return Listener(name, host.strip("[]"), int(port))
 
 
 class ZkClient:
@@ -244,6 +219,77 @@ class ZkClient:
             except Exception:
                 log.exception("new-session callback failed")
 
+    # ------------------------------------------------------------------ znodes by path (paths: broker.cluster.zkdata)
+
+    # Each call is tried once unless ``retry``: then kazoo retries it through connection loss, without limit.
+
+    def _call(self, retry: bool, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return self._zk.retry(method, *args, **kwargs) if retry else method(*args, **kwargs)
+
+    def read(self, path: str, retry: bool = False) -> tuple[bytes, Any] | None:
+        """(data, stat) of a znode, or None when it does not exist."""
+        try:
+            raw, stat = self._call(retry, self._zk.get, path)
+        except NoNodeError:
+            return None
+        return raw or b"", stat
+
+    def exists(self, path: str, retry: bool = False) -> bool:
+        return self._call(retry, self._zk.exists, path) is not None
+
+    def children(self, path: str, retry: bool = False) -> list[str]:
+        """The children's names; empty when the node does not exist."""
+        try:
+            return list(self._call(retry, self._zk.get_children, path))
+        except NoNodeError:
+            return []
+
+    def create(self, path: str, data: bytes = b"", ephemeral: bool = False, retry: bool = False) -> bool:
+        """Create a znode (and its missing parents); False when it exists already."""
+        try:
+            self._call(retry, self._zk.create, path, data, ephemeral=ephemeral, makepath=True)
+        except NodeExistsError:
+            return False
+        return True
+
+    def set_data(self, path: str, data: bytes, version: int = -1, retry: bool = False) -> int:
+        """Overwrite a znode and return its new version. With ``version`` (not -1) only if the node is
+        still at that version, else ZkVersionConflictError."""
+        try:
+            return int(self._call(retry, self._zk.set, path, data, version=version).version)
+        except BadVersionError:
+            raise ZkVersionConflictError(f"{path} is no longer at zk version {version}") from None
+
+    def delete(self, path: str, version: int = -1, recursive: bool = False, retry: bool = False) -> None:
+        """Delete a znode (only if still at ``version``, unless -1); a missing one is fine."""
+        try:
+            self._call(retry, self._zk.delete, path, version=version, recursive=recursive)
+        except NoNodeError:
+            pass
+
+    def watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Call ``callback(children)`` now and on each change (kazoo's thread), creating ``path`` if
+        missing; callback errors are logged and the watch goes on. Returns a function that cancels it."""
+        cancelled = threading.Event()
+        self._zk.retry(self._zk.ensure_path, path)
+
+        def on_children(children: list[str]) -> bool | None:
+            if cancelled.is_set():
+                return False  # tells kazoo to drop the watch
+            try:
+                callback(children)
+            except Exception:
+                log.exception("ZooKeeper watch callback on %s failed", path)
+            return None
+
+        ChildrenWatch(self._zk, path, on_children)
+        return cancelled.set
+
+    def watch_data(self, path: str, callback: Callable[..., bool | None]) -> None:
+        """kazoo's DataWatch: ``callback(data, stat[, event])`` now and on each change (data and stat are
+        None while the node is missing); the watch ends when the callback returns False."""
+        DataWatch(self._zk, path, callback)
+
     # ------------------------------------------------------------------ brokers
 
     def register_broker(
@@ -263,73 +309,50 @@ class ZkClient:
         ``security_protocol_map`` (listener.security.protocol.map) maps each endpoint's
         listener name to its protocol; only the endpoints' names are written, as Kafka does."""
         eps = [Listener(*ep) for ep in endpoints]
-        plain = next((e for e in eps if e.name == "PLAINTEXT"), None)
-        data = {
-            "listener_security_protocol_map": {e.name: (security_protocol_map or {}).get(e.name, e.name) for e in eps},
-            "endpoints": [str(e) for e in eps],
-            "jmx_port": jmx_port,
-            "host": plain.host if plain else None,
-            "timestamp": str(int(time.time() * 1000)),
-            "port": plain.port if plain else -1,
-            "version": 4,
-            "rack": rack,
-        }
-        path = f"{BROKER_IDS}/{broker_id}"
+        protocols = {e.name: (security_protocol_map or {}).get(e.name, e.name) for e in eps}
+        data = BrokerIdZNode.encode(eps, rack, jmx_port, protocols)
+        path = BrokerIdZNode.path(broker_id)
         deadline = time.monotonic() + stale_wait_s
         while True:
-            try:
-                self._zk.retry(self._zk.create, path, _json(data), ephemeral=True, makepath=True)
+            if self.create(path, data, ephemeral=True, retry=True):
                 break
-            except NodeExistsError:
-                try:
-                    raw, stat = self._zk.get(path)
-                except NoNodeError:
-                    continue  # the old owner just expired: try again
-                if stat.ephemeralOwner == self.session_id:
-                    self._zk.set(path, _json(data))
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    holder = ",".join(json.loads(raw or b"{}").get("endpoints") or []) or "unknown endpoints"
-                    raise BrokerIdInUseError(
-                        f"broker.id {broker_id} is already registered in ZooKeeper at {self.connect} "
-                        f"by a live broker ({holder})"
-                    ) from None
-                gone = threading.Event()
-                if self._zk.exists(path, watch=lambda _e: gone.set()) is not None:
-                    gone.wait(min(remaining, 0.5))
+            # another session's node (or ours from before): see whose
+            found = self.read(path)
+            if found is None:
+                continue  # the old owner just expired: try again
+            raw, stat = found
+            if stat.ephemeralOwner == self.session_id:
+                self.set_data(path, data)
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                holder = ",".join(str(e) for e in BrokerIdZNode.decode(broker_id, raw).endpoints) or "unknown endpoints"
+                raise BrokerIdInUseError(
+                    f"broker.id {broker_id} is already registered in ZooKeeper at {self.connect} "
+                    f"by a live broker ({holder})"
+                ) from None
+            gone = threading.Event()
+            if self._zk.exists(path, watch=lambda _e, gone=gone: gone.set()) is not None:
+                gone.wait(min(remaining, 0.5))
         self._registration = {
             "broker_id": broker_id, "endpoints": eps, "rack": rack, "jmx_port": jmx_port,
-            "security_protocol_map": data["listener_security_protocol_map"],
+            "security_protocol_map": protocols,
         }
 
     def deregister_broker(self, broker_id: int) -> None:
         """Remove our registration (a clean shutdown does it by closing the session anyway)."""
         self._registration = None
-        try:
-            self._zk.delete(f"{BROKER_IDS}/{broker_id}")
-        except NoNodeError:
-            pass
+        self.delete(BrokerIdZNode.path(broker_id))
 
     def broker_info(self, broker_id: int) -> BrokerInfo | None:
         """One registered broker, or None when it is not live."""
-        try:
-            raw, _ = self._zk.retry(self._zk.get, f"{BROKER_IDS}/{broker_id}")
-        except NoNodeError:
-            return None
-        d = json.loads(raw)
-        return BrokerInfo(
-            id=broker_id,
-            host=d.get("host"),
-            port=int(d.get("port", -1)),
-            rack=d.get("rack"),
-            endpoints=[_parse_endpoint(e) for e in d.get("endpoints") or []],
-        )
+        found = self.read(BrokerIdZNode.path(broker_id), retry=True)
+        return None if found is None else BrokerIdZNode.decode(broker_id, found[0])
 
     def live_brokers(self) -> dict[int, BrokerInfo]:
         """Every registered (live) broker by id."""
         result: dict[int, BrokerInfo] = {}
-        for child in self._children(BROKER_IDS):
+        for child in self.children(BrokerIdsZNode.path(), retry=True):
             if child.isdigit() and (info := self.broker_info(int(child))) is not None:
                 result[info.id] = info
         return dict(sorted(result.items()))
@@ -338,7 +361,7 @@ class ZkClient:
         """Call ``callback(sorted live broker ids)`` now and on each change (kazoo's thread).
 
         Returns a function that cancels the watch."""
-        return self._watch_children(BROKER_IDS, lambda ids: callback(sorted(int(i) for i in ids if i.isdigit())))
+        return self.watch_children(BrokerIdsZNode.path(), lambda ids: callback(sorted(int(i) for i in ids if i.isdigit())))
 
     # ------------------------------------------------------------------ topics
 
@@ -349,79 +372,64 @@ class ZkClient:
         validate_topic_name(name)
         if not assignment:
             raise ValueError("a topic needs at least one partition")
-        topic_path = f"{BROKER_TOPICS}/{name}"
-        if self._zk.retry(self._zk.exists, topic_path) is not None:
+        topic_path = TopicZNode.path(name)
+        if self.exists(topic_path, retry=True):
             raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         self.set_topic_config(name, config or {})
-        partitions = {str(p): [int(b) for b in replicas] for p, replicas in sorted(assignment.items())}
-        try:
-            self._zk.create(topic_path, _json({"version": 1, "partitions": partitions}), makepath=True)
-        except NodeExistsError:
-            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.") from None
+        if not self.create(topic_path, TopicZNode.encode(assignment)):
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
 
     def topic_assignment(self, name: str) -> dict[int, list[int]] | None:
         """Partition -> replica list of a topic, or None if the topic does not exist."""
-        try:
-            raw, _ = self._zk.retry(self._zk.get, f"{BROKER_TOPICS}/{name}")
-        except NoNodeError:
-            return None
-        parts = json.loads(raw).get("partitions", {})
-        return {int(p): list(r) for p, r in sorted(parts.items(), key=lambda kv: int(kv[0]))}
+        found = self.read(TopicZNode.path(name), retry=True)
+        return None if found is None else TopicZNode.decode(found[0])
 
     def set_topic_assignment(self, name: str, assignment: Mapping[int, Sequence[int]]) -> None:
         """Replace a topic's assignment (adding partitions, reassignment)."""
-        partitions = {str(p): [int(b) for b in r] for p, r in sorted(assignment.items())}
-        self._zk.retry(self._zk.set, f"{BROKER_TOPICS}/{name}", _json({"version": 1, "partitions": partitions}))
+        self.set_data(TopicZNode.path(name), TopicZNode.encode(assignment), retry=True)
 
     def all_topics(self) -> list[str]:
         """Every topic name, sorted."""
-        return sorted(self._children(BROKER_TOPICS))
+        return sorted(self.children(TopicsZNode.path(), retry=True))
+
+    def watch_topic(self, name: str, callback: Callable[..., bool | None]) -> None:
+        """DataWatch on /brokers/topics/<t> (partitions added); see ``watch_data``."""
+        self.watch_data(TopicZNode.path(name), callback)
 
     def topic_config(self, name: str) -> dict[str, str]:
         """Per-topic overrides from /config/topics/<t>; empty when none."""
-        try:
-            raw, _ = self._zk.retry(self._zk.get, f"{CONFIG_TOPICS}/{name}")
-        except NoNodeError:
-            return {}
-        return {str(k): str(v) for k, v in (json.loads(raw).get("config") or {}).items()}
+        found = self.read(ConfigEntityZNode.path(ConfigType.TOPIC, name), retry=True)
+        return {} if found is None else ConfigEntityZNode.decode(found[0])
 
     def set_topic_config(self, name: str, config: Mapping[str, str]) -> None:
         """Create or replace /config/topics/<t>."""
-        path = f"{CONFIG_TOPICS}/{name}"
-        data = _json({"version": 1, "config": {str(k): str(v) for k, v in config.items()}})
-        try:
-            self._zk.retry(self._zk.create, path, data, makepath=True)
-        except NodeExistsError:
-            self._zk.retry(self._zk.set, path, data)
+        path = ConfigEntityZNode.path(ConfigType.TOPIC, name)
+        data = ConfigEntityZNode.encode(config)
+        if not self.create(path, data, retry=True):
+            self.set_data(path, data, retry=True)
 
     def delete_topic(self, name: str) -> None:
         """Remove the topic's nodes (assignment, partition states, config, deletion request)."""
-        for path in (f"{BROKER_TOPICS}/{name}", f"{CONFIG_TOPICS}/{name}", f"{DELETE_TOPICS}/{name}"):
-            try:
-                self._zk.retry(self._zk.delete, path, recursive=True)
-            except NoNodeError:
-                pass
+        for path in (TopicZNode.path(name), ConfigEntityZNode.path(ConfigType.TOPIC, name), DeleteTopicsZNode.path(name)):
+            self.delete(path, recursive=True, retry=True)
 
     def request_topic_deletion(self, name: str) -> None:
         """Mark a topic for deletion the way Kafka's tools do (/admin/delete_topics/<t>)."""
-        try:
-            self._zk.retry(self._zk.create, f"{DELETE_TOPICS}/{name}", b"", makepath=True)
-        except NodeExistsError:
-            pass
+        self.create(DeleteTopicsZNode.path(name), retry=True)
 
     def pending_topic_deletions(self) -> list[str]:
         """Topics marked for deletion and not yet deleted."""
-        return sorted(self._children(DELETE_TOPICS))
+        return sorted(self.children(DeleteTopicsZNode.path(), retry=True))
 
     def watch_topics(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
         """Call ``callback(sorted topic names)`` now and whenever /brokers/topics changes.
 
         Later calls run on kazoo's thread. Returns a function that cancels the watch."""
-        return self._watch_children(BROKER_TOPICS, lambda names: callback(sorted(names)))
+        return self.watch_children(TopicsZNode.path(), lambda names: callback(sorted(names)))
 
     def watch_topic_deletions(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
         """Like watch_topics, for /admin/delete_topics."""
-        return self._watch_children(DELETE_TOPICS, lambda names: callback(sorted(names)))
+        return self.watch_children(DeleteTopicsZNode.path(), lambda names: callback(sorted(names)))
 
     # ------------------------------------------------------------------ partition state
 
@@ -439,118 +447,107 @@ class ZkClient:
 
         With ``version`` the write succeeds only if the node is still at that version, else
         ZkVersionConflictError; without it the node is created or overwritten."""
-        path = f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
-        data = _json({
-            "controller_epoch": controller_epoch,
-            "leader": leader,
-            "version": 1,
-            "leader_epoch": leader_epoch,
-            "isr": [int(b) for b in isr],
-        })
+        path = TopicPartitionStateZNode.path(topic, partition)
+        data = TopicPartitionStateZNode.encode(leader, leader_epoch, isr, controller_epoch)
         if version is not None:
             try:
-                return self._zk.set(path, data, version=version).version
-            except (BadVersionError, NoNodeError):
+                return self.set_data(path, data, version=version)
+            except (ZkVersionConflictError, NoNodeError):
                 raise ZkVersionConflictError(
                     f"partition state of {topic}-{partition} is no longer at zk version {version}"
                 ) from None
         while True:
             try:
-                return self._zk.retry(self._zk.set, path, data).version
+                return self.set_data(path, data, retry=True)
             except NoNodeError:
-                try:
-                    self._zk.create(path, data, makepath=True)
+                if self.create(path, data):
                     return 0
-                except NodeExistsError:
-                    continue
+
+    def create_partition_state(
+        self, topic: str, partition: int, leader: int, leader_epoch: int, isr: Iterable[int], controller_epoch: int
+    ) -> int:
+        """Create a partition's first state; ZkVersionConflictError if one exists already."""
+        data = TopicPartitionStateZNode.encode(leader, leader_epoch, isr, controller_epoch)
+        if not self.create(TopicPartitionStateZNode.path(topic, partition), data):
+            raise ZkVersionConflictError(f"partition state of {topic}-{partition} exists already")
+        return 0
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """Leader, epochs and ISR of a partition, or None when no state was written yet."""
-        try:
-            raw, stat = self._zk.retry(self._zk.get, f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state")
-        except NoNodeError:
+        found = self.read(TopicPartitionStateZNode.path(topic, partition), retry=True)
+        return None if found is None else TopicPartitionStateZNode.decode(found[0], found[1].version)
+
+    def watch_partition_state(self, topic: str, partition: int, callback: Callable[[PartitionState | None], bool | None]) -> None:
+        """Call ``callback(state)`` now and on each change of the partition's state znode (None while it
+        is missing); the watch ends when the callback returns False."""
+
+        def on_data(data: bytes | None, stat: Any, *_event: Any) -> bool | None:
+            if data is None or stat is None:
+                return callback(None)
+            return callback(TopicPartitionStateZNode.decode(data, stat.version))
+
+        self.watch_data(TopicPartitionStateZNode.path(topic, partition), on_data)
+
+    # ------------------------------------------------------------------ the controller
+
+    def controller(self) -> tuple[int, bool] | None:
+        """(broker id holding /controller, whether our own session holds it), or None when nobody does."""
+        found = self.read(ControllerZNode.path())
+        if found is None:
             return None
-        d = json.loads(raw)
-        return PartitionState(
-            leader=int(d["leader"]),
-            leader_epoch=int(d["leader_epoch"]),
-            isr=[int(b) for b in d["isr"]],
-            controller_epoch=int(d["controller_epoch"]),
-            zk_version=stat.version,
-        )
+        raw, stat = found
+        return ControllerZNode.decode(raw), stat.ephemeralOwner == self.session_id
 
-    # ------------------------------------------------------------------ helpers
+    def watch_controller(self, callback: Callable[..., bool | None]) -> None:
+        """DataWatch on /controller; see ``watch_data``."""
+        self.watch_data(ControllerZNode.path(), callback)
 
-    def _children(self, path: str) -> list[str]:
-        try:
-            return list(self._zk.retry(self._zk.get_children, path))
-        except NoNodeError:
-            return []
+    def controller_epoch(self) -> tuple[int, int]:
+        """(the current /controller_epoch, its znode version); created as 0 when missing."""
+        path = ControllerEpochZNode.path()
+        while True:
+            found = self.read(path)
+            if found is not None:
+                return ControllerEpochZNode.decode(found[0]), found[1].version
+            self.create(path, ControllerEpochZNode.encode(0))
 
-    def _watch_children(self, path: str, callback: Callable[[list[str]], None]) -> Callable[[], None]:
-        """A ChildrenWatch whose callback errors are logged (the watch goes on)."""
-        cancelled = threading.Event()
-        self._zk.retry(self._zk.ensure_path, path)
+    def claim_controller(self, broker_id: int) -> int | None:
+        """Create /controller (ephemeral) and bump /controller_epoch in one transaction, so no
+        controller ever runs unfenced: the new epoch, or None when another broker holds /controller."""
+        data = ControllerZNode.encode(broker_id)
+        while True:
+            epoch, version = self.controller_epoch()
+            txn = self._zk.transaction()
+            txn.create(ControllerZNode.path(), data, ephemeral=True)
+            txn.set_data(ControllerEpochZNode.path(), ControllerEpochZNode.encode(epoch + 1), version=version)
+            created, bumped = txn.commit()
+            if isinstance(created, NodeExistsError):
+                return None
+            if isinstance(bumped, BadVersionError):
+                continue  # another controller's bump in between: read the epoch again
+            for result in (created, bumped):
+                if isinstance(result, Exception):
+                    raise result
+            return epoch + 1
 
-        def on_children(children: list[str]) -> bool | None:
-            if cancelled.is_set():
-                return False  # tells kazoo to drop the watch
+    def bump_controller_epoch(self) -> int:
+        """Bump /controller_epoch, conditionally on the version read (retrying); returns the new epoch."""
+        while True:
+            current, version = self.controller_epoch()
             try:
-                callback(children)
-            except Exception:
-                log.exception("ZooKeeper watch callback on %s failed", path)
-            return None
+                self.set_data(ControllerEpochZNode.path(), ControllerEpochZNode.encode(current + 1), version=version)
+                return current + 1
+            except ZkVersionConflictError:
+                continue
 
-        ChildrenWatch(self._zk, path, on_children)
-        return cancelled.set
+    def request_controlled_shutdown(self, broker_id: int) -> None:
+        """Ask the controller to move leadership off ``broker_id`` (ephemeral, gone with the session)."""
+        self.create(ControlledShutdownZNode.path(broker_id), ephemeral=True)
 
+    def brokers_shutting_down(self) -> set[int]:
+        """Brokers that asked for a controlled shutdown."""
+        return {int(c) for c in self.children(ControlledShutdownZNode.path(), retry=True) if c.isdigit()}
 
-# ---------------------------------------------------------------------- additions for the controller
-
-CONTROLLER = "/controller"
-CONTROLLER_EPOCH = "/controller_epoch"
-CONTROLLED_SHUTDOWN = "/admin/controlled_shutdown"
-
-
-def parse_partition_state(raw: bytes | None, stat: Any) -> PartitionState | None:
-    """A state znode's bytes (as a DataWatch delivers them) as a PartitionState; None if absent."""
-    if raw is None or stat is None:
-        return None
-    d = json.loads(raw)
-    return PartitionState(
-        leader=int(d["leader"]),
-        leader_epoch=int(d["leader_epoch"]),
-        isr=[int(b) for b in d["isr"]],
-        controller_epoch=int(d.get("controller_epoch", 0)),
-        zk_version=stat.version,
-    )
-
-
-def parse_assignment(raw: bytes | None) -> dict[int, list[int]] | None:
-    """/brokers/topics/<t> bytes as partition -> replicas; None if absent."""
-    if raw is None:
-        return None
-    parts = json.loads(raw).get("partitions", {})
-    return {int(p): [int(b) for b in r] for p, r in sorted(parts.items(), key=lambda kv: int(kv[0]))}
-
-
-def partition_state_path(topic: str, partition: int) -> str:
-    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
-
-
-def create_partition_state(
-    zk: ZkClient, topic: str, partition: int, leader: int, leader_epoch: int, isr: Iterable[int], controller_epoch: int
-) -> int:
-    """Create a partition's first state; ZkVersionConflictError if one exists already."""
-    data = _json({
-        "controller_epoch": controller_epoch,
-        "leader": leader,
-        "version": 1,
-        "leader_epoch": leader_epoch,
-        "isr": [int(b) for b in isr],
-    })
-    try:
-        zk.kazoo.create(partition_state_path(topic, partition), data, makepath=True)
-    except NodeExistsError:
-        raise ZkVersionConflictError(f"partition state of {topic}-{partition} exists already") from None
-    return 0
+    def watch_controlled_shutdowns(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Like watch_brokers, for /admin/controlled_shutdown (created if missing)."""
+        return self.watch_children(ControlledShutdownZNode.path(), callback)

@@ -14,7 +14,7 @@ from typing import Any
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from broker.coordinator.offsets import Committed, Key, ZkOffsetStore
+from broker.cluster.offset_store import Committed, Key, ZkOffsetStore
 from broker.protocol.errors import ErrorCode
 
 log = Logger()

@@ -13,9 +13,9 @@ from typing import Any
 
 from twisted.logger import Logger
 
+from broker.cluster.offset_store import ZkOffsetStore
 from broker.coordinator.commit_queue import CommitQueue
 from broker.coordinator.group import Group, GroupConfig, State
-from broker.coordinator.offsets import ZkOffsetStore
 from broker.coordinator.placement import coordinator_for
 
 log = Logger()

@@ -15,11 +15,12 @@ from twisted.logger import Logger
 
 from broker.cluster.controller import Controller, request_controlled_shutdown
 from broker.cluster.ids import ProducerIdAllocator, get_or_create_cluster_id
+from broker.cluster.offset_store import ZkOffsetStore
 from broker.cluster.zk import ZkClient
+from broker.cluster.zkdata import BrokerIdsZNode
 from broker.config import BrokerConfig, Listener
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.coordinator.group import GroupConfig
-from broker.coordinator.offsets import ZkOffsetStore
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
@@ -36,7 +37,6 @@ from broker.storage.manager import LogManager
 log = Logger()
 ComponentT = TypeVar("ComponentT")
 
-BROKER_IDS_PATH = "/brokers/ids"
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 8.0
 
@@ -138,8 +138,8 @@ class Broker:
         )
         try:
             zk.ensure_paths()
-            self.metadata.cluster_id = get_or_create_cluster_id(zk.client)
-            self._producer_ids = ProducerIdAllocator(zk.client, self.broker_id)
+            self.metadata.cluster_id = get_or_create_cluster_id(zk)
+            self._producer_ids = ProducerIdAllocator(zk, self.broker_id)
             self._listen()
             # A broker restarted after kill -9 finds its old registration until that session expires.
             zk.register_broker(
@@ -164,7 +164,7 @@ class Broker:
             lambda: self.metadata.brokers.keys(),
         )
         self._set_brokers(zk.live_brokers())
-        zk.client.ChildrenWatch(BROKER_IDS_PATH, self._on_brokers_changed)
+        zk.watch_children(BrokerIdsZNode.path(), self._on_brokers_changed)
         self.cluster_watch.start()
         self.controller = Controller(
             zk,
@@ -243,10 +243,10 @@ class Broker:
         for partition, state in found.states.items():
             self.replicas.apply_state(topic, partition, state)
 
-    def _on_brokers_changed(self, children: list[str]) -> bool | None:
+    def _on_brokers_changed(self, children: list[str]) -> None:
         """ZooKeeper watch (kazoo thread): brokers joined or left."""
         if self._stopping:
-            return False
+            return
         self.reactor.callFromThread(
             lambda: threads.deferToThread(self.zk.live_brokers).addCallbacks(
                 self._set_brokers, lambda f: log.failure("reading live brokers", f)

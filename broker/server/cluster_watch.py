@@ -14,7 +14,7 @@ from twisted.internet import threads
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from broker.cluster.zk import parse_assignment, parse_partition_state, partition_state_path
+from broker.cluster.zkdata import PartitionState, TopicZNode
 from broker.server.topics import read_topic
 
 if TYPE_CHECKING:
@@ -69,10 +69,10 @@ class ClusterWatch:
             if self._stopped or self._generations.get(topic) != gen:
                 return False
             if data is not None:
-                self.broker.reactor.callFromThread(self._on_assignment, topic, gen, parse_assignment(data))
+                self.broker.reactor.callFromThread(self._on_assignment, topic, gen, TopicZNode.decode(data))
             return None
 
-        self.zk.kazoo.DataWatch(f"/brokers/topics/{topic}", on_data)
+        self.zk.watch_topic(topic, on_data)
 
     def _on_assignment(self, topic: str, gen: int, assignment: dict[int, list[int]]) -> None:
         if self._generations.get(topic) != gen:
@@ -104,16 +104,15 @@ class ClusterWatch:
             self._watch_state(topic, gen, partition)
 
     def _watch_state(self, topic: str, gen: int, partition: int) -> None:
-        def on_data(data: bytes | None, stat: Any, *args: Any) -> bool | None:
+        def on_state(state: PartitionState | None) -> bool | None:
             if self._stopped or self._generations.get(topic) != gen:
                 self._state_watched.discard((topic, gen, partition))
                 return False
-            state = parse_partition_state(data, stat)
             if state is not None:
                 self.broker.reactor.callFromThread(self._apply_state, topic, gen, partition, state)
             return None
 
-        self.zk.kazoo.DataWatch(partition_state_path(topic, partition), on_data)
+        self.zk.watch_partition_state(topic, partition, on_state)
 
     def _apply_state(self, topic: str, gen: int, partition: int, state: Any) -> None:
         if self._generations.get(topic) == gen:

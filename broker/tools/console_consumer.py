@@ -271,9 +271,10 @@ def _run_zookeeper(args: argparse.Namespace, fmt: Formatter, consumer_props: dic
 
 def _delete_group(connect: str, group: str) -> None:
     from broker.cluster.zk import ZkClient
+    from broker.cluster.zkdata import ConsumerGroupZNode
 
     try:
         with ZkClient(connect, session_timeout_ms=6000) as zk:
-            zk.client.delete(f"/consumers/{group}", recursive=True)
+            zk.delete(ConsumerGroupZNode.path(group), recursive=True)
     except Exception:
         pass

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 
-from kazoo.exceptions import NoNodeError
-
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import LATEST_TIME, SimpleConsumer
-from broker.cluster.zk import CONSUMERS, ZkClient, ZkError
+from broker.cluster.offset_store import ZkOffsetStore
+from broker.cluster.zk import ZkClient, ZkError
+from broker.cluster.zkdata import ConsumerGroupZNode, ConsumerOwnersZNode, ConsumerOwnerZNode
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     try:
         if args.list:
-            for group in sorted(zk.client.get_children(CONSUMERS)):
+            for group in ZkOffsetStore(zk.kazoo).groups():
                 print(group)
             return 0
         rows = describe(zk, args.group)
@@ -76,30 +76,25 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
     return 0
 
 
-def _children(zk: ZkClient, path: str) -> list[str]:
-    try:
-        return zk.client.get_children(path)
-    except NoNodeError:
-        return []
-
-
 def describe(zk: ZkClient, group: str) -> list[tuple]:
     """Rows of Kafka's table for ``group``; CommandError when the group does not exist."""
-    base = f"{CONSUMERS}/{group}"
-    if zk.client.exists(base) is None:
+    if not zk.exists(ConsumerGroupZNode.path(group)):
         raise CommandError(f"consumer group '{group}' does not exist")
-    topics = sorted(set(_children(zk, f"{base}/offsets")) | set(_children(zk, f"{base}/owners")))
+    store = ZkOffsetStore(zk.kazoo)
+    topics = sorted(set(store.topics(group)) | set(zk.children(ConsumerOwnersZNode.path(group))))
     brokers = zk.live_brokers()
     consumers: dict[tuple[str, int], SimpleConsumer] = {}
     rows = []
     try:
         for topic in topics:
             assignment = zk.topic_assignment(topic) or {}
+            committed = store.read(group, [(topic, p) for p in sorted(assignment)], with_metadata=False)
             for partition in sorted(assignment):
-                current = _read(zk, f"{base}/offsets/{topic}/{partition}")
-                owner = _read(zk, f"{base}/owners/{topic}/{partition}") or "-"
+                known = committed.get((topic, partition))
+                current = known.offset if known is not None else None
+                owner = _owner(zk, group, topic, partition)
                 end = _log_end(zk, brokers, consumers, topic, partition)
-                lag = end - int(current) if end is not None and current is not None else None
+                lag = end - current if end is not None and current is not None else None
                 rows.append((group, topic, partition, current if current is not None else "-",
                              end if end is not None else "-", lag if lag is not None else "-", owner))
     finally:
@@ -108,11 +103,10 @@ def describe(zk: ZkClient, group: str) -> list[tuple]:
     return rows
 
 
-def _read(zk: ZkClient, path: str) -> str | None:
-    try:
-        return zk.client.get(path)[0].decode().strip()
-    except NoNodeError:
-        return None
+def _owner(zk: ZkClient, group: str, topic: str, partition: int) -> str:
+    """The consumer thread owning the partition, or "-"."""
+    found = zk.read(ConsumerOwnerZNode.path(group, topic, partition))
+    return (ConsumerOwnerZNode.decode(found[0]) if found is not None else "") or "-"
 
 
 def _log_end(zk: ZkClient, brokers: dict, consumers: dict, topic: str, partition: int) -> int | None:

@@ -240,9 +240,9 @@ def test_unknown_topic_and_unreachable_brokers_fail_clearly(broker, zk_chroot, z
     zk_client.create_topic(topic, {0: [99]})
     dead_port = free_port()
     zk_client.client.create("/brokers/ids/99", (
-        '{"version":4,"host":"127.0.0.1","port":%d,"endpoints":["PLAINTEXT://127.0.0.1:%d"],'
+        f'{{"version":4,"host":"127.0.0.1","port":{dead_port},"endpoints":["PLAINTEXT://127.0.0.1:{dead_port}"],'
         '"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"jmx_port":-1,"timestamp":"0"}'
-        % (dead_port, dead_port)).encode(), ephemeral=True)
+        ).encode(), ephemeral=True)
     zk_client.set_partition_state(topic, 0, 99, 0, [99], 1)
     c = connector(zk_chroot, f"g-{_uid()}", **{"consumer.timeout.ms": "1500"})
     try:

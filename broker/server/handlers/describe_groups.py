@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
-from broker.coordinator.offsets import offsets_path
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
@@ -40,8 +39,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     unknown = [g for g in group_ids if broker.coordinator is not None and broker.coordinator.group(g) is None]
 
     def stored() -> set[str]:
-        zk = broker.coordinator.store.zk
-        return {g for g in unknown if g and zk.exists(offsets_path(g))}
+        return {g for g in unknown if g and broker.coordinator.store.has_offsets(g)}
 
     d = threads.deferToThread(stored) if unknown else defer.succeed(set())
     return d.addCallback(

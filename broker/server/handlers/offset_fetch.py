@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import threads
 
-from broker.coordinator.offsets import NO_OFFSET
+from broker.cluster.offset_store import NO_OFFSET
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
