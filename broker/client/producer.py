@@ -107,8 +107,7 @@ class Producer:
         except ValueError as exc:
             raise ConfigError(str(exc), "bootstrap.servers") from None
         self._accumulator = RecordAccumulator(
-            self.batch_size, self.batch_count_limit, self.buffer_memory, self.max_request_size,
-            self.partitioner.on_new_batch, self._wakeup,
+            self.batch_size, self.batch_count_limit, self.buffer_memory, self.partitioner.on_new_batch, self._wakeup,
         )
         self._closed = False
         self._fatal_error: BaseException | None = None
