@@ -35,7 +35,6 @@ class GroupCoordinator:
         self.clock = clock
         self.config = config
         self.store = store
-        self.run_in_thread = run_in_thread
         self.live_brokers = live_brokers
         self.commits = CommitQueue(store, run_in_thread)
         self.groups: dict[str, Group] = {}
