@@ -15,6 +15,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from broker.protocol.compression import compress
@@ -314,22 +315,17 @@ class FutureRecordMetadata:
         return f"<FutureRecordMetadata {self.topic}-{self.partition} {state}>"
 
 
+@dataclass(eq=False, repr=False)
 class RecordAccumulator:
     """Per-partition queues of batches; user threads append, the sender drains."""
 
-    def __init__(
-        self,
-        batch_size: int,
-        batch_count_limit: int,
-        buffer_memory: int,
-        on_new_batch: Callable[[str, int], None],
-        wakeup: Callable[[], None],
-    ) -> None:
-        self.batch_size = batch_size
-        self.batch_count_limit = batch_count_limit
-        self.buffer_memory = buffer_memory
-        self.on_new_batch = on_new_batch
-        self.wakeup = wakeup
+    batch_size: int
+    batch_count_limit: int
+    buffer_memory: int
+    on_new_batch: Callable[[str, int], None]  # a new batch for (topic, partition): sticky partitioning moves on
+    wakeup: Callable[[], None]  # the sender has something to send
+
+    def __post_init__(self) -> None:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # memory freed, batches completed
         self.queues: defaultdict[tuple[str, int], deque[ProducerBatch]] = defaultdict(deque)
