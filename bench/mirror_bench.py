@@ -18,7 +18,6 @@ mirror a little, so do not quote that run's rates).
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import subprocess
@@ -33,6 +32,7 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer as RdProducer  # noqa: E402
 
 from bench.feeding import produce_waiting  # noqa: E402
+from bench.options import int_options  # noqa: E402
 from broker.client.admin import AdminClient  # noqa: E402
 from broker.client.simple_consumer import SimpleConsumer  # noqa: E402
 from broker.cluster.embedded_zk import EmbeddedZooKeeper  # noqa: E402
@@ -68,11 +68,7 @@ def end_offsets(b: BrokerProcess, topic: str, partitions: int) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=300000)
-    ap.add_argument("--partitions", type=int, default=3)
-    ap.add_argument("--streams", type=int, default=3)
-    ap.add_argument("--size", type=int, default=100)
+    ap = int_options(records=300000, partitions=3, streams=3, size=100)
     ap.add_argument("--py-spy", metavar="FILE", help="profile the mirror into FILE (collapsed stacks)")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="mirror-bench-"))

@@ -12,7 +12,6 @@ producer builds them; the batch boundaries may differ).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mirror.rewrite as rewrite  # noqa: E402
+from bench.options import int_options  # noqa: E402
 from broker.client.accumulator import ProducerBatch  # noqa: E402
 from broker.protocol.records import Record, decode_batches, encode_batch  # noqa: E402
 
@@ -38,12 +38,7 @@ def copies(batches: list) -> list[tuple]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batches", type=int, default=6)
-    ap.add_argument("--records", type=int, default=1300)
-    ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=50)
-    args = ap.parse_args()
+    args = int_options(batches=6, records=1300, size=100, repeat=50).parse_args()
     base = 5_000_000
     data = b"".join(
         encode_batch([Record(0, T0 + i, b"k%d" % (i % 1000), b"x" * args.size, []) for i in range(args.records)],

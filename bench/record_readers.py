@@ -11,7 +11,6 @@ unrolled one (``unrolled.read_records_unrolled``, through ``SimpleConsumer``'s
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.options import int_options  # noqa: E402
 from broker.client.simple_consumer import decode_message_set  # noqa: E402
 from broker.protocol.records import Record, Tail, encode_batch, iter_batches, read_records, records_of  # noqa: E402
 from pipelines.record_columns import decode_chunk  # noqa: E402
@@ -44,12 +44,7 @@ def best(fn: Callable[[], object], repeat: int) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--per-batch", type=int, default=1000)
-    ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args()
+    args = int_options(records=200_000, per_batch=1000, size=100, repeat=5).parse_args()
     n, per = args.records, args.per_batch
     data = b"".join(encode_batch([Record(0, T0 + i, b"k%d" % (i % 1000), b"x" * args.size, [])
                                   for i in range(j, min(j + per, n))], base_offset=j) for j in range(0, n, per))

@@ -23,7 +23,8 @@ from broker.protocol.records.arrays import record_begins, record_spans, zigzag_s
 from broker.protocol.records.codec import SMALL_VARINTS
 from broker.protocol.records.codec import varint as _varint
 from broker.protocol.records.layout import CURRENT_MAGIC
-from broker.protocol.types import decode_varint, decode_varlong, encode_varint
+from broker.protocol.records.unrolled import read_record_head
+from broker.protocol.types import decode_varint, encode_varint
 from mirror.origin import HEADER, parse_origin
 
 _TABLE = SMALL_VARINTS  # zigzag varints of 0 .. 16383
@@ -225,50 +226,9 @@ def _records(out: _Out, buf: bytes, pos: int, end: int, count: int, base_offset:
         out.base_ts = src_base
     # the target batch's state, kept in locals and written back to ``out``
     i, size, max_ts, tbase = out.count, out.size, out.max_ts, out.base_ts
-    # the inlined varints below are broker.protocol.types.decode_varint's 1- and 2-byte cases (a call each costs more)
+    # the value length's varint is inlined as in read_record_head (a call each costs more)
     for _ in range(count):
-        b = buf[pos]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                length = (raw >> 1) ^ -(raw & 1)
-                pos += 2
-            else:
-                length, pos = decode_varint(buf, pos, end)
-        rec_start = pos
-        rec_end = pos + length
-        if length < 1 or rec_end > end:
-            raise InvalidRecordError(f"record length {length} overruns the batch at offset {base_offset}")
-        p = pos + 1  # after the attributes
-        b = buf[p]
-        if b < 0x80:
-            tsd = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            b2 = buf[p + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                tsd = (raw >> 1) ^ -(raw & 1)
-                p += 2
-            else:
-                tsd, p = decode_varlong(buf, p, rec_end)
-        od_pos = p
-        b = buf[p]
-        if b < 0x80:
-            od = (b >> 1) ^ -(b & 1)
-            p += 1
-        else:
-            b2 = buf[p + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                od = (raw >> 1) ^ -(raw & 1)
-                p += 2
-            else:
-                od, p = decode_varint(buf, p, rec_end)
+        rec_start, rec_end, tsd, od_pos, od, p = read_record_head(buf, pos, end, base_offset)
         pos = rec_end
         offset = base_offset + od
         if offset < min_offset:

@@ -9,12 +9,13 @@ under the accumulator's lock, the sender thread drains under it.
 
 from __future__ import annotations
 
-import collections
 import itertools
 import logging
 import threading
 import time
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from broker.protocol.compression import compress
@@ -314,27 +315,20 @@ class FutureRecordMetadata:
         return f"<FutureRecordMetadata {self.topic}-{self.partition} {state}>"
 
 
+@dataclass(eq=False, repr=False)
 class RecordAccumulator:
     """Per-partition queues of batches; user threads append, the sender drains."""
 
-    def __init__(
-        self,
-        batch_size: int,
-        batch_count_limit: int,
-        buffer_memory: int,
-        max_request_size: int,
-        on_new_batch: Callable[[str, int], None],
-        wakeup: Callable[[], None],
-    ) -> None:
-        self.batch_size = batch_size
-        self.batch_count_limit = batch_count_limit
-        self.buffer_memory = buffer_memory
-        self.max_request_size = max_request_size
-        self.on_new_batch = on_new_batch
-        self.wakeup = wakeup
+    batch_size: int
+    batch_count_limit: int
+    buffer_memory: int
+    on_new_batch: Callable[[str, int], None]  # a new batch for (topic, partition): sticky partitioning moves on
+    wakeup: Callable[[], None]  # the sender has something to send
+
+    def __post_init__(self) -> None:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # memory freed, batches completed
-        self.queues: dict[tuple[str, int], collections.deque[ProducerBatch]] = {}
+        self.queues: defaultdict[tuple[str, int], deque[ProducerBatch]] = defaultdict(deque)
         self.buffered = 0
         self.incomplete: set[ProducerBatch] = set()
         self.flushing = 0
@@ -356,9 +350,7 @@ class RecordAccumulator:
         with self.lock:
             if self.buffered >= self.buffer_memory:
                 self._wait_for_memory(max_block)
-            queue = self.queues.get((topic, partition))
-            if queue is None:
-                queue = self.queues[(topic, partition)] = collections.deque()
+            queue = self.queues[(topic, partition)]
             batch = queue[-1] if queue else None
             if batch is None or batch.encoded is not None or batch.full:
                 index = -1
@@ -424,9 +416,7 @@ class RecordAccumulator:
         with self.lock:
             if self.buffered >= self.buffer_memory:
                 self._wait_for_memory(max_block)
-            queue = self.queues.get((topic, partition))
-            if queue is None:
-                queue = self.queues[(topic, partition)] = collections.deque()
+            queue = self.queues[(topic, partition)]
             for batch in batches:
                 self.on_new_batch(topic, partition)
                 batch.order = next(self._order)
@@ -463,7 +453,7 @@ class RecordAccumulator:
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a failed batch back for a retry, in creation order among its partition's batches."""
         with self.lock:
-            queue = self.queues.setdefault((batch.topic, batch.partition), collections.deque())
+            queue = self.queues[(batch.topic, batch.partition)]
             i = 0
             while i < len(queue) and queue[i].order < batch.order:
                 i += 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from broker.client.closeable import Closeable
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.protocol.errors import ErrorCode, error_for_code
 from broker.protocol.messages import ApiKey
@@ -39,7 +40,7 @@ class TopicDescription:
         return len(self.partitions[0].replicas) if self.partitions else 0
 
 
-class AdminClient:
+class AdminClient(Closeable):
     """Topic administration against the brokers named in ``bootstrap_servers``."""
 
     def __init__(self, bootstrap_servers: str, timeout: float = 30.0) -> None:
@@ -131,12 +132,6 @@ class AdminClient:
 
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> AdminClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _raise_for(code: int, message: str | None) -> None:

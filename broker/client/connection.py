@@ -11,6 +11,7 @@ import itertools
 import socket
 import struct
 
+from broker.client.closeable import Closeable
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 
@@ -21,7 +22,7 @@ class BrokerConnectionError(ConnectionError):
     """The broker could not be reached, or closed the connection."""
 
 
-class BrokerConnection:
+class BrokerConnection(Closeable):
     """One TCP connection speaking the Kafka protocol, request by request."""
 
     def __init__(self, host: str, port: int, client_id: str = "logbus", timeout: float = 30.0) -> None:
@@ -125,9 +126,3 @@ class BrokerConnection:
 
     def close(self) -> None:
         self._sock.close()
-
-    def __enter__(self) -> BrokerConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

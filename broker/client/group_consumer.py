@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
+from broker.client.closeable import Closeable
 from broker.client.connection import BrokerConnectionError
 from broker.client.consumer_protocol import ASSIGNORS, decode_subscription, encode_assignment, encode_subscription
 from broker.client.group_config import GroupConsumerConfig
@@ -60,7 +61,7 @@ def leader_moved(error: KafkaError) -> bool:
     return error.retriable and not isinstance(error, CorruptRecordError)
 
 
-class GroupConsumer:
+class GroupConsumer(Closeable):
     """A consumer-group member; see the module docstring. Config keys are Kafka's."""
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, on_assign: RebalanceCallback | None = None,
@@ -236,12 +237,6 @@ class GroupConsumer:
                 if client is not None:
                     client.close()
             self._fetchers.clear()
-
-    def __enter__(self) -> GroupConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ group
 

@@ -32,6 +32,7 @@ from broker.client.accumulator import (
     RecordMetadata,
     encode_headers,
 )
+from broker.client.closeable import Closeable
 from broker.client.metadata import ClusterMetadata, KafkaTimeoutError
 from broker.client.partitioner import load_partitioner
 from broker.client.producer_config import DEFAULTS, ProducerConfig
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 
-class Producer:
+class Producer(Closeable):
     """A Kafka producer: ``send`` records, ``flush``, ``close``.
 
     ``config`` takes Kafka's key names (``bootstrap.servers``, ``acks``, ``linger.ms``...);
@@ -107,8 +108,7 @@ class Producer:
         except ValueError as exc:
             raise ConfigError(str(exc), "bootstrap.servers") from None
         self._accumulator = RecordAccumulator(
-            self.batch_size, self.batch_count_limit, self.buffer_memory, self.max_request_size,
-            self.partitioner.on_new_batch, self._wakeup,
+            self.batch_size, self.batch_count_limit, self.buffer_memory, self.partitioner.on_new_batch, self._wakeup,
         )
         self._closed = False
         self._fatal_error: BaseException | None = None
@@ -314,12 +314,6 @@ class Producer:
     @property
     def metadata(self) -> ClusterMetadata:
         return self._metadata
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # internals -----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ raw streams (``raw=True``) carry RawChunks; ``RawChunk.decode()`` gives the usua
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.client.simple_consumer import decode_message_set
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from broker.client.simple_consumer import SimpleConsumer
 
 
+@dataclass(slots=True, eq=False)
 class RawChunk:
     """The whole record batches of one partition's fetch, as the broker sent them.
 
@@ -26,18 +28,14 @@ class RawChunk:
     batch). ``next_offset``: the offset after the last whole batch (where the next fetch starts).
     ``legacy``: some batch is a v0/v1 message set. Every v2 batch's CRC has been checked."""
 
-    __slots__ = ("topic", "partition", "data", "min_offset", "next_offset", "legacy", "high_watermark", "error")
-
-    def __init__(self, topic: str, partition: int, data: bytes = b"", min_offset: int = 0, next_offset: int = -1,
-                 legacy: bool = False, high_watermark: int = -1, error: KafkaError | None = None) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.data = data
-        self.min_offset = min_offset
-        self.next_offset = next_offset
-        self.legacy = legacy
-        self.high_watermark = high_watermark
-        self.error = error
+    topic: str
+    partition: int
+    data: bytes = b""
+    min_offset: int = 0
+    next_offset: int = -1
+    legacy: bool = False
+    high_watermark: int = -1
+    error: KafkaError | None = None
 
     def __bool__(self) -> bool:
         """True when it holds a whole batch with offsets at or past ``min_offset``."""

@@ -13,6 +13,7 @@ import select
 import struct
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from broker.client.accumulator import ProducerBatch
@@ -44,13 +45,13 @@ _PART_HEAD = struct.Struct(">ii")
 _NULL_STRING = b"\xff\xff"
 
 
+@dataclass(slots=True, eq=False)
 class _InFlight:
-    __slots__ = ("correlation_id", "batches", "sent")
+    """One Produce request awaiting its answer: its batches by (topic, partition), when it was sent."""
 
-    def __init__(self, correlation_id: int, batches: dict, sent: float) -> None:
-        self.correlation_id = correlation_id
-        self.batches = batches
-        self.sent = sent
+    correlation_id: int
+    batches: dict
+    sent: float
 
 
 class Sender(threading.Thread):

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from broker.client.closeable import Closeable
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.protocol.errors import (
     ErrorCode,
@@ -138,7 +139,7 @@ def _raise_for(code: int, topic: str, partition: int, what: str = "") -> None:
         raise error_for_code(code, f"{name} for {topic}-{partition}{what}")
 
 
-class SimpleConsumer:
+class SimpleConsumer(Closeable):
     """Blocking fetches of explicit (topic, partition, offset) from one broker.
 
     Connection failures raise BrokerConnectionError; the next call reconnects. Partition
@@ -183,12 +184,6 @@ class SimpleConsumer:
                 self._conn.close()
             finally:
                 self._conn = None
-
-    def __enter__(self) -> SimpleConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # fetch --------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ Empty and reads its offsets from ZooKeeper, where every acknowledged commit alre
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from twisted.logger import Logger
@@ -21,24 +22,20 @@ from broker.coordinator.placement import coordinator_for
 log = Logger()
 
 
+@dataclass(eq=False, repr=False)
 class GroupCoordinator:
-    def __init__(
-        self,
-        broker_id: int,
-        clock: Any,
-        config: GroupConfig,
-        store: ZkOffsetStore,
-        run_in_thread: Callable[..., Any],
-        live_brokers: Callable[[], Iterable[int]],
-    ) -> None:
-        self.broker_id = broker_id
-        self.clock = clock
-        self.config = config
-        self.store = store
-        self.run_in_thread = run_in_thread
-        self.live_brokers = live_brokers
-        self.commits = CommitQueue(store, run_in_thread)
-        self.groups: dict[str, Group] = {}
+    """The groups this broker coordinates, and the queue writing their commits to ``store``."""
+
+    broker_id: int
+    clock: Any  # an IReactorTime: the groups' session and rebalance timers
+    config: GroupConfig
+    store: ZkOffsetStore
+    run_in_thread: InitVar[Callable[..., Any]]  # the commit queue's way to the blocking store
+    live_brokers: Callable[[], Iterable[int]]
+    groups: dict[str, Group] = field(default_factory=dict, init=False)
+
+    def __post_init__(self, run_in_thread: Callable[..., Any]) -> None:
+        self.commits = CommitQueue(self.store, run_in_thread)
 
     def coordinator_of(self, group_id: str) -> int | None:
         return coordinator_for(group_id, self.live_brokers())

@@ -19,6 +19,7 @@ import lz4.frame
 import zstandard
 
 from broker.protocol.errors import CorruptRecordError, UnsupportedCompressionTypeError
+from broker.protocol.types import INT32
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 
@@ -32,7 +33,6 @@ Buffer = bytes | bytearray | memoryview
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 XERIAL_BLOCK_SIZE = 32 * 1024
-_INT32 = struct.Struct(">i")
 
 
 def codec_id(name: str) -> int:
@@ -59,7 +59,7 @@ def snappy_compress_xerial(data: Buffer, block_size: int = XERIAL_BLOCK_SIZE) ->
     out = bytearray(_XERIAL_HEADER)
     for start in range(0, len(view), block_size):
         block = cramjam.snappy.compress_raw(view[start : start + block_size])
-        out += _INT32.pack(len(block))
+        out += INT32.pack(len(block))
         out += block
     return bytes(out)
 
@@ -74,7 +74,7 @@ def snappy_decompress(data: Buffer) -> bytes:
     while pos < end:
         if end - pos < 4:
             raise CorruptRecordError("xerial snappy block length truncated")
-        (size,) = _INT32.unpack_from(view, pos)
+        (size,) = INT32.unpack_from(view, pos)
         pos += 4
         if size < 0 or pos + size > end:
             raise CorruptRecordError(f"xerial snappy block of {size} bytes overruns the data")

@@ -10,10 +10,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from broker.protocol.types import BytesLike, Reader, Writer
+from broker.protocol.types import INT32, BytesLike, Reader, Writer
 
 _FIXED = struct.Struct(">hhi")
-_CORRELATION = struct.Struct(">i")
 
 
 class RequestHeader(NamedTuple):
@@ -49,7 +48,7 @@ def encode_request_header(api_key: int, api_version: int, correlation_id: int, c
 
 def encode_response_header(correlation_id: int) -> bytes:
     """Response header v0: just the correlation id."""
-    return _CORRELATION.pack(correlation_id)
+    return INT32.pack(correlation_id)
 
 
 def decode_response_header(data: BytesLike, offset: int = 0) -> ResponseHeader:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 
 class SegmentFile:
@@ -56,15 +57,13 @@ class SegmentFile:
         return f"SegmentFile({self.path!r}, fd={self.fd})"
 
 
+@dataclass(slots=True, eq=False)
 class FileSlice:
     """``size`` bytes at ``position`` of an open segment file, for ``os.sendfile``."""
 
-    __slots__ = ("file", "position", "size")
-
-    def __init__(self, file: SegmentFile, position: int, size: int) -> None:
-        self.file = file
-        self.position = position
-        self.size = size
+    file: SegmentFile
+    position: int
+    size: int
 
     def fileno(self) -> int:
         return self.file.fileno()

@@ -39,6 +39,7 @@ from broker.protocol.records.layout import (
     set_partition_leader_epoch,
 )
 from broker.protocol.records.walker import Tail, iter_batches
+from broker.protocol.types import INT64, UINT32
 from broker.storage.checkpoint import fsync_dir
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
@@ -52,8 +53,6 @@ LATEST_TIMESTAMP = -1
 _STALE_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
 _INDEX_SUFFIXES = (".index", ".timeindex")
 _ATTRIBUTES = struct.Struct(">h")
-_INT64 = struct.Struct(">q")
-_UINT32 = struct.Struct(">I")
 
 
 def wall_clock_ms() -> int:
@@ -709,8 +708,8 @@ def _stamp_log_append_time(buf: bytearray | memoryview, pos: int, size: int, now
     """Mark a batch LogAppendTime with max timestamp ``now`` and re-seal its CRC (as Kafka does)."""
     attributes = _ATTRIBUTES.unpack_from(buf, pos + ATTRIBUTES_POS)[0] | TIMESTAMP_TYPE_MASK
     _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_POS, attributes)
-    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_POS, now)
-    _UINT32.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))
+    INT64.pack_into(buf, pos + MAX_TIMESTAMP_POS, now)
+    UINT32.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))
 
 
 def _unlink(path: str) -> None:

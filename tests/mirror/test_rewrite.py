@@ -16,6 +16,7 @@ from broker.protocol.compression import CODEC_IDS
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records import Record, decode_batches, encode_batch
 from broker.protocol.records import layout as B
+from broker.protocol.types import INT64
 from mirror.maker import MirrorMaker
 from mirror.origin import HEADER
 from mirror.rewrite import rewrite_chunk
@@ -133,7 +134,7 @@ def test_log_append_time_and_missing_timestamps():
     max_ts = B.read_header(log_append).max_timestamp
     assert [r.timestamp for r in out] == [max_ts] * 5  # what a consumer of the source saw
     no_ts = bytearray(source_batch(src, 0))
-    B._INT64.pack_into(no_ts, B.BASE_TIMESTAMP_POS, -1)  # as an up-converted v0 batch has
+    INT64.pack_into(no_ts, B.BASE_TIMESTAMP_POS, -1)  # as an up-converted v0 batch has
     out, _, _ = copies(bytes(no_ts), now_ms=T0 + 99)
     assert {r.timestamp for r in out} == {T0 + 99}
 

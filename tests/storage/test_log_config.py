@@ -64,31 +64,22 @@ def test_topic_overrides() -> None:
 
 
 @pytest.mark.parametrize(
-    "props, key",
+    "read, key, value",
     [
-        ({"segment.bytes": "abc"}, "segment.bytes"),
-        ({"segment.bytes": "10"}, "segment.bytes"),
-        ({"retention.ms": "-2"}, "retention.ms"),
-        ({"flush.messages": "0"}, "flush.messages"),
-        ({"message.timestamp.type": "Whenever"}, "message.timestamp.type"),
-        ({"cleanup.policy": "shred"}, "cleanup.policy"),
-        ({"no.such.key": "1"}, "no.such.key"),
+        (LogConfig().with_overrides, "segment.bytes", "abc"),
+        (LogConfig().with_overrides, "segment.bytes", "10"),
+        (LogConfig().with_overrides, "retention.ms", "-2"),
+        (LogConfig().with_overrides, "flush.messages", "0"),
+        (LogConfig().with_overrides, "message.timestamp.type", "Whenever"),
+        (LogConfig().with_overrides, "cleanup.policy", "shred"),
+        (LogConfig().with_overrides, "no.such.key", "1"),
+        (LogConfig.from_broker, "log.segment.bytes", "lots"),
+        (LogConfig.from_broker, "log.retention.hours", "x"),
+        (LogConfig.from_broker, "log.roll.ms", "0"),
+        (LogConfig.from_broker, "message.max.bytes", "-5"),
     ],
 )
-def test_bad_topic_values_name_the_key(props: dict, key: str) -> None:
+def test_bad_values_name_the_key(read, key: str, value: str) -> None:
+    """A bad topic override or broker-wide log key: the error names the key."""
     with pytest.raises(ValueError, match=key.replace(".", r"\.")):
-        LogConfig().with_overrides(props)
-
-
-@pytest.mark.parametrize(
-    "props, key",
-    [
-        ({"log.segment.bytes": "lots"}, "log.segment.bytes"),
-        ({"log.retention.hours": "x"}, "log.retention.hours"),
-        ({"log.roll.ms": "0"}, "log.roll.ms"),
-        ({"message.max.bytes": "-5"}, "message.max.bytes"),
-    ],
-)
-def test_bad_broker_values_name_the_key(props: dict, key: str) -> None:
-    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
-        LogConfig.from_broker(props)
+        read({key: value})

@@ -6,7 +6,8 @@
   or damaged tail is explicit, and ``records_of`` (a batch's record bytes, decompressed).
 - ``codec``: the reference record codec (plain Python): ``encode_record``, ``read_records``.
 - ``unrolled``: ``read_records_unrolled``, the same reader with the common varints inlined
-  (the SimpleConsumer's hot loop).
+  (the SimpleConsumer's hot loop), and ``read_record_head``, a record's framing up to its key
+  (shared with the mirror's per-record rewrite).
 - ``arrays``: ``read_record_columns``, the same reader for many records at once with numpy
   (the loader's columns, the mirror's rewrite). Needs numpy, so it is not imported here.
 - ``legacy``: v0/v1 message sets; ``batches``: whole batches, ``encode_batch`` and

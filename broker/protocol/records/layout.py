@@ -14,6 +14,7 @@ from typing import NamedTuple
 import crc32c
 
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
+from broker.protocol.types import INT32, INT64
 
 # Offsets of the header fields inside a batch.
 BASE_OFFSET_POS = 0
@@ -47,8 +48,6 @@ HEADER = struct.Struct(">qiibIhiqqqhii")  # every field, baseOffset to recordsCo
 PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: all a legacy message shares with v2
 HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
 TAIL = struct.Struct(">hiqqqhii")  # what the CRC covers: attributes .. recordsCount
-_INT64 = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
 
 
 class BatchHeader(NamedTuple):
@@ -184,9 +183,9 @@ def build_batch(payload: bytes | bytearray, *, count: int, base_ts: int, max_ts:
 
 def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
     """Stamp a batch with its offset in the log; baseOffset is outside the CRC."""
-    _INT64.pack_into(buf, pos + BASE_OFFSET_POS, base_offset)
+    INT64.pack_into(buf, pos + BASE_OFFSET_POS, base_offset)
 
 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Stamp the leader epoch; like baseOffset it is outside the CRC."""
-    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_POS, epoch)
+    INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_POS, epoch)

@@ -13,6 +13,7 @@ from broker.protocol.compression import compress, decompress
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records.codec import Headers, Record, as_bytes
 from broker.protocol.records.layout import LOG_OVERHEAD, MAGIC_POS, PREFIX
+from broker.protocol.types import INT32
 
 NO_TIMESTAMP = -1
 LEGACY_TIMESTAMP_TYPE_MASK = 0x08  # magic 1: LogAppendTime, like v2's attribute bit 3
@@ -21,7 +22,6 @@ LEGACY_COMPRESSION_MASK = 0x07
 # Legacy message: offset, size, crc, magic, attributes (+ timestamp for magic 1).
 _LEGACY_V0 = struct.Struct(">qiIbb")
 _LEGACY_V1 = struct.Struct(">qiIbbq")
-_INT32 = struct.Struct(">i")
 
 
 class LegacyHeader(NamedTuple):
@@ -67,7 +67,7 @@ def _legacy_message(offset: int, magic: int, attributes: int, timestamp: int, ke
     if magic == 1:
         body += struct.pack(">q", timestamp)
     for part in (key, value):
-        body += _INT32.pack(-1) if part is None else _INT32.pack(len(part)) + part
+        body += INT32.pack(-1) if part is None else INT32.pack(len(part)) + part
     crc = zlib.crc32(body)
     return struct.pack(">qiI", offset, len(body) + 4, crc) + body
 
@@ -160,7 +160,7 @@ def _parse_legacy_message(view: memoryview, pos: int, size: int) -> tuple:
 def _legacy_bytes(view: memoryview, pos: int, end: int) -> tuple[bytes | None, int]:
     if end - pos < 4:
         raise InvalidRecordError("legacy message field length truncated")
-    (n,) = _INT32.unpack_from(view, pos)
+    (n,) = INT32.unpack_from(view, pos)
     pos += 4
     if n < 0:
         return None, pos

@@ -41,41 +41,64 @@ def read_records_unrolled(buf: bytes | bytearray, start: int, end: int, header: 
     return rows
 
 
+def read_record_head(buf: bytes | bytearray, pos: int, end: int, base_offset: int) -> tuple[int, int, int, int, int, int]:
+    """The framing that opens the v2 record at ``pos``, up to its key: (record start, record end,
+    timestamp delta, where the offset delta is, offset delta, where the key is).
+
+    Raises InvalidRecordError when the record's length does not fit before ``end``; the inlined
+    varints are broker.protocol.types.decode_varint's 1- and 2-byte cases."""
+    b = buf[pos]
+    if b < 0x80:
+        length = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            raw = (b & 0x7F) | (b2 << 7)
+            length = (raw >> 1) ^ -(raw & 1)
+            pos += 2
+        else:
+            length, pos = decode_varint(buf, pos, end)
+    rec_end = pos + length
+    if length < 1 or rec_end > end:
+        raise InvalidRecordError(f"record length {length} overruns the batch at offset {base_offset}")
+    start = pos
+    pos += 1  # attributes
+    b = buf[pos]
+    if b < 0x80:
+        ts_delta = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            raw = (b & 0x7F) | (b2 << 7)
+            ts_delta = (raw >> 1) ^ -(raw & 1)
+            pos += 2
+        else:
+            ts_delta, pos = decode_varlong(buf, pos, rec_end)
+    od_pos = pos
+    b = buf[pos]
+    if b < 0x80:
+        offset_delta = (b >> 1) ^ -(b & 1)
+        pos += 1
+    else:
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            raw = (b & 0x7F) | (b2 << 7)
+            offset_delta = (raw >> 1) ^ -(raw & 1)
+            pos += 2
+        else:
+            offset_delta, pos = decode_varint(buf, pos, rec_end)
+    return start, rec_end, ts_delta, od_pos, offset_delta, pos
+
+
 def _read(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader, min_offset: int, out: list, topic: str,
           partition: int, row: type[tuple]) -> None:
     base_offset, base_ts, log_append = header.base_offset, header.timestamp, header.log_append
     append = out.append
     # the inlined varints below are broker.protocol.types.decode_varint's 1- and 2-byte cases
     for _ in range(header.records_count):
-        # record length (varint)
-        b = buf[pos]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            b2 = buf[pos + 1]
-            if b2 < 0x80:
-                raw = (b & 0x7F) | (b2 << 7)
-                length = (raw >> 1) ^ -(raw & 1)
-                pos += 2
-            else:
-                length, pos = decode_varint(buf, pos, end)
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            raise InvalidRecordError(f"record length {length} overruns the batch at offset {base_offset}")
-        pos += 1  # attributes
-        b = buf[pos]
-        if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            ts_delta, pos = decode_varlong(buf, pos, rec_end)
-        b = buf[pos]
-        if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            offset_delta, pos = decode_varint(buf, pos, rec_end)
+        _, rec_end, ts_delta, _, offset_delta, pos = read_record_head(buf, pos, end, base_offset)
         # key
         b = buf[pos]
         if b == 1:  # -1: null key (the common case)
