@@ -21,13 +21,16 @@ CODE_DIRS = ("broker", "pipelines", "mirror", "dags", "bench", "tests")
 #: Files the page names as still to come (its TODO block): the ZooKeeper-data branch adds them.
 PLANNED = {"broker/cluster/zkdata.py", "broker/cluster/offset_store.py"}
 
-CODE_SPAN = re.compile(r"`([^`\n]+)`")
+FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+CODE_SPAN = re.compile(r"`([^`]+)`")  # a span may wrap onto the next line
 PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.py)\b")
 DOTTED = re.compile(r"(?<![\w./-])((?:broker|pipelines|mirror)(?:\.\w+)+)(?![\w/])")
 
 
 def spans() -> list[str]:
-    return CODE_SPAN.findall(DOC.read_text())
+    """The page's code: its inline code spans and its fenced blocks (the diagrams and flows)."""
+    text = DOC.read_text()
+    return CODE_SPAN.findall(FENCED.sub("", text)) + FENCED.findall(text)
 
 
 def named_paths() -> set[str]:
