@@ -18,6 +18,7 @@ import pytest
 from broker import config as broker_config
 from broker.client.group_config import CONSUMER_CONFIG
 from broker.client.producer_config import PRODUCER_CONFIG
+from broker.client.zk_consumer_config import ZK_CONSUMER_CONFIG
 from broker.configdef import NO_DEFAULT, ConfigDef, Scope
 from broker.storage.config import TOPIC_CONFIG
 from mirror.cli import add_arguments as mirror_arguments
@@ -26,8 +27,8 @@ from pipelines.config import LOADER_CONFIG
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
-TABLES: list[ConfigDef] = [broker_config.BROKER_CONFIG, TOPIC_CONFIG, PRODUCER_CONFIG, CONSUMER_CONFIG, MIRROR_CONFIG,
-                           LOADER_CONFIG]
+TABLES: list[ConfigDef] = [broker_config.BROKER_CONFIG, TOPIC_CONFIG, PRODUCER_CONFIG, CONSUMER_CONFIG, ZK_CONSUMER_CONFIG,
+                           MIRROR_CONFIG, LOADER_CONFIG]
 
 # The heading (lower case) of the doc's section for each table's keys; the broker's are everywhere else.
 SECTIONS = {Scope.TOPIC: "topic-level", Scope.PRODUCER: "producer keys", Scope.ZK_CONSUMER: "zookeeper consumer keys",
