@@ -27,6 +27,7 @@ log = Logger()
 
 _SIZE_BYTES = 4
 _READ_BUFFER_SIZE = 256 * 1024
+_LARGE_FRAME = 64 * 1024  # frames this big are received into their own buffer (see _start_large)
 _PENDING = object()
 
 
@@ -48,6 +49,8 @@ class KafkaConnection(Protocol):
         self.dispatcher = dispatcher
         self.max_request_bytes = broker.config.socket_request_max_bytes
         self._buffer = bytearray()
+        self._large: bytearray | None = None  # a large frame being received, and how much of it has come
+        self._large_filled = 0
         self._slots: deque[_Slot] = deque()
         self._outgoing: deque[Any] = deque()
         self._sending_slice = False
@@ -68,19 +71,57 @@ class KafkaConnection(Protocol):
         self._outgoing.clear()
 
     def dataReceived(self, data: bytes) -> None:
+        if self._closed:
+            return
+        rest: bytes | memoryview = data
+        if self._large is not None:
+            rest = self._fill_large(data)
+            if not rest or self._closed:
+                return
         buffer = self._buffer
-        buffer += data
-        while not self._closed and len(buffer) >= _SIZE_BYTES:
-            size = int.from_bytes(buffer[:_SIZE_BYTES], "big", signed=True)
+        buffer += rest
+        start = 0
+        while len(buffer) - start >= _SIZE_BYTES:
+            size = int.from_bytes(buffer[start : start + _SIZE_BYTES], "big", signed=True)
             if size < 0 or size > self.max_request_bytes:
                 self._close(f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})")
                 return
-            end = _SIZE_BYTES + size
+            end = start + _SIZE_BYTES + size
             if len(buffer) < end:
-                return
-            frame = buffer[_SIZE_BYTES:end]
-            del buffer[:end]
+                if size >= _LARGE_FRAME:
+                    self._start_large(buffer, start + _SIZE_BYTES, size)
+                    return
+                break
+            frame = buffer[start + _SIZE_BYTES : end]
+            start = end
             self._handle_frame(frame)
+            if self._closed:
+                return
+        if start:
+            # A fresh buffer for the rest: one cut at the front would make every later append copy it whole.
+            self._buffer = buffer[start:]
+
+    def _start_large(self, buffer: bytearray, begin: int, size: int) -> None:
+        """Receive a large frame's bytes straight into a frame of its size: each byte copied once."""
+        frame = bytearray(size)
+        have = len(buffer) - begin
+        frame[:have] = memoryview(buffer)[begin:]
+        self._large, self._large_filled = frame, have
+        self._buffer = bytearray()
+
+    def _fill_large(self, data: bytes) -> bytes | memoryview:
+        """Copy ``data`` into the large frame; handle it once whole. Returns the bytes after it."""
+        frame, filled = self._large, self._large_filled
+        assert frame is not None
+        take = min(len(frame) - filled, len(data))
+        frame[filled : filled + take] = memoryview(data)[:take]
+        filled += take
+        if filled < len(frame):
+            self._large_filled = filled
+            return b""
+        self._large = None
+        self._handle_frame(frame)
+        return memoryview(data)[take:]
 
     def _handle_frame(self, frame: bytearray) -> None:
         try:
@@ -147,6 +188,7 @@ class KafkaConnection(Protocol):
         log.info("closing connection from {peer}: {why}", peer=self._peer(), why=why)
         self._closed = True
         self._buffer.clear()
+        self._large = None
         transport: Any = self.transport
         transport.loseConnection()
 

@@ -32,6 +32,41 @@ def test_several_frames_in_one_read_are_all_answered_in_order() -> None:
     assert [cid for cid, _ in responses(transport)] == [10, 11, 12]
 
 
+def test_a_stream_of_frames_cut_at_any_points_is_answered_whole_and_in_order() -> None:
+    stream = b"".join(request(ApiKey.API_VERSIONS, v % 3, 20 + v) for v in range(6))
+    frame_size = len(request(ApiKey.API_VERSIONS, 0, 20))
+    for cuts in ([frame_size, 2 * frame_size + 3], [5, 9, 40, 41], list(range(7, len(stream), 7))):
+        connection, transport = connect(unstarted_broker())
+        for begin, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+            connection.dataReceived(stream[begin:end])
+        assert [cid for cid, _ in responses(transport)] == list(range(20, 26)), cuts
+        assert not transport.disconnecting
+
+
+def test_large_frames_cut_at_any_points_arrive_whole_between_small_ones() -> None:
+    # frames of 64 KiB and more are received into a buffer of their own: its fill, and the bytes after it
+    seen: list[list[str]] = []
+
+    def answer(broker_: object, header: object, body: dict) -> object:
+        seen.append([topic["name"] for topic in body["topics"]])
+        return {"brokers": [], "controller_id": -1, "topics": []}
+
+    def metadata(correlation_id: int, names: list[str]) -> bytes:
+        return request(ApiKey.METADATA, 1, correlation_id, {"topics": [{"name": name} for name in names]})
+
+    big = [f"{i}" * 20_000 for i in range(10)]  # a 200 KB request
+    stream = metadata(1, big) + metadata(2, ["small"]) + metadata(3, big) + metadata(4, ["last"])
+    size = len(metadata(1, big))
+    for cuts in ([size], [3, 50_000, size + 5], list(range(65_536, len(stream), 65_536)), [size - 1, size + 20, 2 * size]):
+        seen.clear()
+        connection, transport = connect(unstarted_broker(), Dispatcher([Handler(ApiKey.METADATA, 0, 8, answer)]))
+        connection.max_request_bytes = 1 << 20
+        for begin, end in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+            connection.dataReceived(stream[begin:end])
+        assert seen == [big, ["small"], big, ["last"]], cuts
+        assert [cid for cid, _ in responses(transport)] == [1, 2, 3, 4]
+
+
 def test_a_frame_larger_than_socket_request_max_bytes_closes_the_connection() -> None:
     connection, transport = connect(unstarted_broker())
     connection.dataReceived(struct.pack(">i", MAX_REQUEST_BYTES + 1) + b"\0" * 16)
