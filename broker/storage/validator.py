@@ -1,0 +1,181 @@
+"""Kafka's LogValidator for a produce append: every v2 batch's records are walked once, without
+per-record objects, before anything is written.
+
+Per batch (as Kafka's ``LogValidator`` does for a client's batch): the records must fill the
+batch exactly, their count agree with the header, their offset deltas run 0..n-1; every
+timestamp must lie within ``message.timestamp.difference.max.ms`` of the broker's clock
+(CreateTime topics); a producer may not claim LogAppendTime; a compacted topic refuses
+records without a key. The batch's ``maxTimestamp`` is then the records' own (Kafka never
+trusts the header): only that field and the CRC are rewritten, and only when they differ.
+Compressed batches are decompressed for the walk, as Kafka does; their bytes are kept.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, cast
+
+from broker.protocol.errors import InvalidRecordError, InvalidTimestampError
+from broker.protocol.records.layout import BatchHeader, set_max_timestamp
+from broker.protocol.records.walker import records_of
+from broker.protocol.types import decode_varint, decode_varlong
+from broker.storage.config import LogConfig
+
+try:  # numpy (the pipelines/mirror extras) makes the walk a few array operations per batch
+    import numpy as np
+
+    from broker.protocol.records.arrays import record_begins, record_spans, zigzag_size, zigzag_varints
+except ImportError:  # pragma: no cover - a broker host without the extras walks in Python
+    np = None  # type: ignore[assignment]
+
+#: below this many records a batch is walked in Python (numpy's per-call cost would dominate)
+ARRAY_WALK_MIN_RECORDS = 32
+#: the least bytes of a v2 record after its length: attributes, timestamp and offset deltas,
+#: key length, value length, header count
+MIN_RECORD_BODY = 6
+
+#: Kafka's default for message.timestamp.difference.max.ms: no bound.
+NO_BOUND = (1 << 63) - 1
+
+
+class TimestampPolicy(NamedTuple):
+    """What the topic's config says about the records of an append (see ``policy_of``)."""
+
+    log_append_time: bool
+    before_max_ms: int
+    after_max_ms: int
+    compacted: bool
+
+
+def policy_of(config: LogConfig) -> TimestampPolicy:
+    """The validation rules of a log's config: message.timestamp.type, the timestamp bounds
+    (message.timestamp.difference.max.ms, or Kafka's newer before/after keys), cleanup.policy."""
+    other = config.other
+    diff = int(other.get("message.timestamp.difference.max.ms", NO_BOUND))
+    before = int(other.get("message.timestamp.before.max.ms", diff))
+    after = int(other.get("message.timestamp.after.max.ms", diff))
+    return TimestampPolicy(config.log_append_time, before, after, "compact" in config.cleanup_policy.split(","))
+
+
+def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,
+                        need_keys: bool) -> tuple[int, int]:
+    """(least, greatest) timestamp delta of the batch's records in ``buf[pos:end]``, after the
+    checks of ``walk_records``; with numpy as arrays, otherwise in Python."""
+    if np is None or header.records_count < ARRAY_WALK_MIN_RECORDS:
+        return walk_records(buf, pos, end, header, need_keys)
+    try:
+        return _walk_arrays(buf, pos, end, header, need_keys)
+    except IndexError:
+        raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} are truncated") from None
+
+
+def _walk_arrays(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader, need_keys: bool) -> tuple[int, int]:
+    """``walk_records`` as array operations. Records of one size (common: one schema, one
+    producer) are located by arithmetic and confirmed by ``record_spans``; others are found
+    one length varint at a time in Python."""
+    n = header.records_count
+    u8 = np.frombuffer(buf, np.uint8)
+    # Guess: every record is the first one's size but for its offset delta's varint width.
+    first_length, _ = decode_varint(buf, pos, end)
+    lengths = first_length - 1 + zigzag_size(np.arange(n))
+    sizes = lengths + zigzag_size(lengths)
+    if first_length > 0 and int(sizes.sum()) == end - pos:
+        begins = pos + np.cumsum(sizes) - sizes
+    else:
+        begins = np.array(record_begins(buf, pos, end, n), np.int64)
+    try:
+        bodies, ends = record_spans(u8, begins, np.array([end], np.int64), np.array([n], np.int64))
+    except InvalidRecordError:
+        raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} do not fill it "
+                                 f"as its {n} records") from None
+    if int((ends - bodies).min()) < MIN_RECORD_BODY:
+        raise InvalidRecordError(f"a record of the batch at offset {header.base_offset} is too short")
+    deltas, size = zigzag_varints(u8, bodies + 1)
+    at = bodies + 1 + size
+    offset_deltas, size = zigzag_varints(u8, at, 5)
+    if not np.array_equal(offset_deltas, np.arange(n)):
+        bad = int(np.nonzero(offset_deltas != np.arange(n))[0][0])
+        raise InvalidRecordError(f"record {bad} of the batch at offset {header.base_offset} has offset delta "
+                                 f"{int(offset_deltas[bad])}")
+    if need_keys and (u8[at + size] == 1).any():  # key length -1
+        raise InvalidRecordError("Compacted topic cannot accept message without key")
+    return int(deltas.min()), int(deltas.max())
+
+
+def walk_records(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,
+                 need_keys: bool) -> tuple[int, int]:
+    """(least, greatest) timestamp delta of the batch's records in ``buf[pos:end]``.
+
+    Checks that exactly ``records_count`` records fill the span, their offset deltas run
+    0..n-1 and (``need_keys``) that each has a key; raises InvalidRecordError otherwise. The
+    common one- and two-byte varints are decoded inline (broker.protocol.types' cases)."""
+    lo = hi = 0
+    try:
+        for i in range(header.records_count):
+            b = buf[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif buf[pos + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[pos + 1] << 7)
+                length = (raw >> 1) ^ -(raw & 1)
+                pos += 2
+            else:
+                length, pos = decode_varint(buf, pos, end)
+            rec_end = pos + length
+            if length < 3 or rec_end > end:
+                raise InvalidRecordError(f"record {i} of the batch at offset {header.base_offset} overruns the batch")
+            p = pos + 1  # attributes
+            b = buf[p]
+            if b < 0x80:
+                delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                delta, p = decode_varlong(buf, p, rec_end)
+            if delta > hi:
+                hi = delta
+            elif delta < lo:
+                lo = delta
+            b = buf[p]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            elif buf[p + 1] < 0x80:
+                raw = (b & 0x7F) | (buf[p + 1] << 7)
+                offset_delta = (raw >> 1) ^ -(raw & 1)
+                p += 2
+            else:
+                offset_delta, p = decode_varint(buf, p, rec_end)
+            if offset_delta != i:
+                raise InvalidRecordError(f"record {i} of the batch at offset {header.base_offset} has offset delta "
+                                         f"{offset_delta}")
+            if need_keys and buf[p] == 1:  # key length -1
+                raise InvalidRecordError("Compacted topic cannot accept message without key")
+            pos = rec_end
+    except IndexError:
+        raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} are truncated") from None
+    if pos != end:
+        raise InvalidRecordError(f"the batch at offset {header.base_offset} holds more than its "
+                                 f"{header.records_count} records")
+    return lo, hi
+
+
+def validate_batch(buf: bytearray | memoryview, pos: int, header: BatchHeader, policy: TimestampPolicy, now_ms: int) -> int:
+    """Check one producer's v2 batch at ``buf[pos]`` (whose header and CRC are checked) and
+    set its maxTimestamp from its records; returns that max timestamp.
+
+    Raises InvalidRecordError or InvalidTimestampError; nothing is changed then."""
+    if header.log_append:
+        raise InvalidTimestampError("Producer should not set the timestamp type to LogAppendTime")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordError(f"batch at offset {header.base_offset} has a producer id and no sequence number")
+    records, start, end = records_of(cast(bytearray, buf), pos, header)  # a memoryview reads alike
+    lo, hi = records_span_deltas(records, start, end, header, policy.compacted)
+    max_ts = header.base_timestamp + hi
+    if not policy.log_append_time and header.base_timestamp >= 0:
+        if now_ms - (header.base_timestamp + lo) > policy.before_max_ms or max_ts - now_ms > policy.after_max_ms:
+            raise InvalidTimestampError(
+                f"timestamps {header.base_timestamp + lo}..{max_ts} of the batch are out of range: more than "
+                f"{policy.before_max_ms} ms before or {policy.after_max_ms} ms after the broker's time {now_ms}")
+    if max_ts != header.max_timestamp and not policy.log_append_time:
+        set_max_timestamp(buf, pos, header.size, max_ts)
+    return max_ts
