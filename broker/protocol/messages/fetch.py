@@ -1,4 +1,4 @@
-"""Fetch (1) v0-11, ListOffsets (2) v1-5 and OffsetForLeaderEpoch (23) v0-3: the read path."""
+"""Fetch (1) v0-11, ListOffsets (2) v0-5 and OffsetForLeaderEpoch (23) v0-3: the read path."""
 
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.schema import F, MessageSchema, per_topic
@@ -48,23 +48,26 @@ FETCH_RESPONSE = MessageSchema("FetchResponse", ApiKey.FETCH, "0-11", [
     ], array="responses", topic="topic"),
 ])
 
-# ListOffsets from v1 (one offset per partition): v2 isolation_level and throttle, v4
+# ListOffsets: v0 answers up to max_num_offsets offsets (old_style_offsets), v1 one offset and
+# its timestamp, v2 isolation_level and throttle, v4
 # current_leader_epoch / leader_epoch; v3 and v5 change only semantics.
-LIST_OFFSETS_REQUEST = MessageSchema("ListOffsetsRequest", ApiKey.LIST_OFFSETS, "1-5", [
+LIST_OFFSETS_REQUEST = MessageSchema("ListOffsetsRequest", ApiKey.LIST_OFFSETS, "0-5", [
     F("replica_id", "int32", default=-1),
     F("isolation_level", "int8", "2+"),
     per_topic([
         F("partition_index", "int32"),
         F("current_leader_epoch", "int32", "4+", default=-1),
         F("timestamp", "int64"),
+        F("max_num_offsets", "int32", "0", default=1),
     ]),
 ])
 
-LIST_OFFSETS_RESPONSE = MessageSchema("ListOffsetsResponse", ApiKey.LIST_OFFSETS, "1-5", [
+LIST_OFFSETS_RESPONSE = MessageSchema("ListOffsetsResponse", ApiKey.LIST_OFFSETS, "0-5", [
     F("throttle_time_ms", "int32", "2+"),
     per_topic([
         F("partition_index", "int32"),
         F("error_code", "int16"),
+        F("old_style_offsets", "[]int64", "0", default=[]),
         F("timestamp", "int64", "1+", default=-1),
         F("offset", "int64", "1+", default=-1),
         F("leader_epoch", "int32", "4+", default=-1),
