@@ -10,8 +10,13 @@ import zlib
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from broker.protocol.compression import compress, decompress
-from broker.protocol.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
+from broker.protocol.compression import ZSTD, compress, decompress
+from broker.protocol.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    UnsupportedCompressionTypeError,
+)
 from broker.protocol.records.codec import Headers, Record, as_bytes, encode_record
 from broker.protocol.records.layout import CURRENT_MAGIC, LOG_OVERHEAD, MAGIC_POS, PREFIX, build_batch
 from broker.protocol.records.unrolled import read_records_unrolled
@@ -218,12 +223,17 @@ def down_convert(buf: bytes | bytearray, magic: int, min_offset: int, max_bytes:
     One batch at a time (memory: the output and one batch): records before ``min_offset`` and
     control batches are left out, a compressed batch becomes one wrapper message compressed
     with the same codec, and the output stops before the batch that would take it past
-    ``max_bytes`` (the first batch is always whole, so a consumer can make progress)."""
+    ``max_bytes`` (the first batch is always whole, so a consumer can make progress). A zstd
+    batch ends the output there, or raises UnsupportedCompressionTypeError when it is first."""
     out = bytearray()
     count = 0
     for pos, header in iter_batches(buf, Tail.STOP, verify=False):
         if header.magic != CURRENT_MAGIC or not header.readable(min_offset):
             continue
+        if header.compression == ZSTD:  # no v0/v1 codec id: Kafka answers UNSUPPORTED_COMPRESSION_TYPE
+            if out:
+                break
+            raise UnsupportedCompressionTypeError("zstd batches cannot be converted to message format v0/v1")
         payload, start, end = records_of(buf, pos, header)
         rows = read_records_unrolled(payload, start, end, header, min_offset, [], row=tuple)
         if not rows:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from broker.protocol.errors import ErrorCode
+from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.protocol.records.legacy import FETCH_MAGIC, down_convert
@@ -52,9 +52,13 @@ def _down_converted(read: FetchResult, broker: Broker, wanted: list[FetchWanted]
     for part, want in zip(read.partitions, wanted):
         if isinstance(part.records, FileSlice):
             started = time.perf_counter()
-            data, count = down_convert(part.records.read_bytes(), magic, want.offset, want.max_bytes)
-            broker.metrics.converted(part.topic, count, time.perf_counter() - started, produce=False)
-            part = part._replace(records=data, records_after_fetch_offset=count)
+            try:
+                data, count = down_convert(part.records.read_bytes(), magic, want.offset, want.max_bytes)
+            except KafkaError as exc:
+                part = part._replace(error_code=exc.code, records=None, records_after_fetch_offset=0)
+            else:
+                broker.metrics.converted(part.topic, count, time.perf_counter() - started, produce=False)
+                part = part._replace(records=data, records_after_fetch_offset=count)
         parts.append(part)
     return read._replace(partitions=parts)
 
