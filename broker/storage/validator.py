@@ -12,6 +12,7 @@ Compressed batches are decompressed for the walk, as Kafka does; their bytes are
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, cast
 
 from broker.protocol.errors import InvalidRecordError, InvalidTimestampError
@@ -69,19 +70,42 @@ def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: Batc
 
 
 def _walk_arrays(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader, need_keys: bool) -> tuple[int, int]:
-    """``walk_records`` as array operations. Records of one size (common: one schema, one
-    producer) are located by arithmetic and confirmed by ``record_spans``; others are found
-    one length varint at a time in Python."""
+    """``walk_records`` as array operations. Records of one size but for their offset delta's
+    width (common: one schema, one producer) are located by arithmetic and confirmed by
+    comparing their length bytes with the expected ones; others are found one length varint
+    at a time in Python."""
     n = header.records_count
     u8 = np.frombuffer(buf, np.uint8)
-    # Guess: every record is the first one's size but for its offset delta's varint width.
     first_length, _ = decode_varint(buf, pos, end)
-    lengths = first_length - 1 + zigzag_size(np.arange(n))
-    sizes = lengths + zigzag_size(lengths)
-    if first_length > 0 and int(sizes.sum()) == end - pos:
-        begins = pos + np.cumsum(sizes) - sizes
+    layout = _uniform_layout(n, first_length) if first_length >= MIN_RECORD_BODY else None
+    if layout is not None and layout.total == end - pos and _matches(u8, pos + layout.begins, layout.length_bytes):
+        bodies = pos + layout.bodies
     else:
-        begins = np.array(record_begins(buf, pos, end, n), np.int64)
+        bodies = _record_bodies(u8, buf, pos, end, header)
+    b = u8[bodies + 1]
+    if int(b.max()) < 0x80:  # every timestamp delta fits one byte
+        raw = b.astype(np.int64)
+        deltas, at = (raw >> 1) ^ -(raw & 1), bodies + 2
+    else:
+        deltas, size = zigzag_varints(u8, bodies + 1)
+        at = bodies + 1 + size
+    offsets = _offset_layout(n)
+    if offsets.delta_bytes is None or not _matches(u8, at, offsets.delta_bytes):
+        found, _ = zigzag_varints(u8, at, 5)
+        bad = np.nonzero(found != np.arange(n))[0]
+        if len(bad):
+            raise InvalidRecordError(f"record {int(bad[0])} of the batch at offset {header.base_offset} has offset "
+                                     f"delta {int(found[bad[0]])}")
+    if need_keys and (u8[at + offsets.widths] == 1).any():  # key length -1
+        raise InvalidRecordError("Compacted topic cannot accept message without key")
+    return int(deltas.min()), int(deltas.max())
+
+
+def _record_bodies(u8: np.ndarray, buf: bytes | bytearray, pos: int, end: int, header: BatchHeader) -> np.ndarray:
+    """Where each record's body (after its length) starts, found one length at a time; the
+    records must fill the batch exactly."""
+    n = header.records_count
+    begins = np.array(record_begins(buf, pos, end, n), np.int64)
     try:
         bodies, ends = record_spans(u8, begins, np.array([end], np.int64), np.array([n], np.int64))
     except InvalidRecordError:
@@ -89,16 +113,62 @@ def _walk_arrays(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader
                                  f"as its {n} records") from None
     if int((ends - bodies).min()) < MIN_RECORD_BODY:
         raise InvalidRecordError(f"a record of the batch at offset {header.base_offset} is too short")
-    deltas, size = zigzag_varints(u8, bodies + 1)
-    at = bodies + 1 + size
-    offset_deltas, size = zigzag_varints(u8, at, 5)
-    if not np.array_equal(offset_deltas, np.arange(n)):
-        bad = int(np.nonzero(offset_deltas != np.arange(n))[0][0])
-        raise InvalidRecordError(f"record {bad} of the batch at offset {header.base_offset} has offset delta "
-                                 f"{int(offset_deltas[bad])}")
-    if need_keys and (u8[at + size] == 1).any():  # key length -1
-        raise InvalidRecordError("Compacted topic cannot accept message without key")
-    return int(deltas.min()), int(deltas.max())
+    return bodies
+
+
+class _Encoded(NamedTuple):
+    """Non-negative values as zigzag varints of one or two bytes: first bytes, second bytes,
+    and which values take two."""
+
+    first: np.ndarray
+    second: np.ndarray
+    two: np.ndarray
+
+
+def _encoded(values: np.ndarray) -> _Encoded | None:
+    raw = values * 2
+    if len(raw) and int(raw.max()) >= 1 << 14:
+        return None
+    two = raw >= 0x80
+    return _Encoded(np.where(two, (raw & 0x7F) | 0x80, raw).astype(np.uint8), (raw >> 7).astype(np.uint8), two)
+
+
+def _matches(u8: np.ndarray, at: np.ndarray, expected: _Encoded) -> bool:
+    """Whether the varints at ``at`` are exactly ``expected``."""
+    if not np.array_equal(u8[at], expected.first):
+        return False
+    two = expected.two
+    return not two.any() or bool(np.array_equal(u8[at[two] + 1], expected.second[two]))
+
+
+class _OffsetLayout(NamedTuple):
+    widths: np.ndarray  # bytes of each offset delta 0..n-1
+    delta_bytes: _Encoded | None
+
+
+class _UniformLayout(NamedTuple):
+    begins: np.ndarray  # relative to the first record
+    bodies: np.ndarray
+    length_bytes: _Encoded
+    total: int
+
+
+@functools.lru_cache(maxsize=64)
+def _offset_layout(n: int) -> _OffsetLayout:
+    deltas = np.arange(n, dtype=np.int64)
+    return _OffsetLayout(zigzag_size(deltas), _encoded(deltas))
+
+
+@functools.lru_cache(maxsize=256)
+def _uniform_layout(n: int, first_length: int) -> _UniformLayout | None:
+    """Where ``n`` records sit if each is the first one's size but for its offset delta's width."""
+    lengths = first_length - 1 + _offset_layout(n).widths
+    length_bytes = _encoded(lengths)
+    if length_bytes is None:
+        return None
+    sizes = lengths + zigzag_size(lengths)
+    begins = np.cumsum(sizes) - sizes
+    return _UniformLayout(begins, begins + sizes - lengths, length_bytes, int(sizes.sum()))
 
 
 def walk_records(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,

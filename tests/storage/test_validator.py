@@ -128,3 +128,26 @@ def test_the_python_and_array_walks_agree() -> None:
     for walk in (V.walk_records, V._walk_arrays):
         with pytest.raises(InvalidRecordError, match="without key"):
             walk(batch, L.HEADER_SIZE, len(batch), header, True)
+
+
+def test_uniform_batches_take_the_arithmetic_path_and_are_still_checked() -> None:
+    """Records alike but for their offset delta are located by arithmetic; a swapped offset
+    delta, a keyless record on a compacted topic or a wrong count are still caught there."""
+    if V.np is None:
+        pytest.skip("numpy is not installed")
+    n = 200
+    swapped = [i for i in range(n)]
+    swapped[100], swapped[101] = 101, 100
+    records = b"".join(encode_record(d, 3, None, b"x" * 100, ()) for d in swapped)
+    batch = _crafted(records, n)
+    assert V._uniform_layout(n, 107) is not None
+    with pytest.raises(InvalidRecordError, match="record 100 .* offset delta 101"):
+        V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW)
+    plain = bytearray(encode_batch([(None, b"x" * 100, None, NOW)] * n))
+    compacted = V.policy_of(LogConfig(cleanup_policy="compact"))
+    with pytest.raises(InvalidRecordError, match="without key"):
+        V.validate_batch(plain, 0, L.read_header(plain), compacted, NOW)
+    assert V.validate_batch(plain, 0, L.read_header(plain), V.policy_of(LogConfig()), NOW) == NOW
+    short = _crafted(b"".join(encode_record(i, 0, None, b"x" * 100, ()) for i in range(n - 1)), n)
+    with pytest.raises(InvalidRecordError):
+        V.validate_batch(short, 0, L.read_header(short), V.policy_of(LogConfig()), NOW)
