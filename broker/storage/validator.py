@@ -15,10 +15,11 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple, cast
 
-from broker.protocol.errors import InvalidRecordError, InvalidTimestampError
+from broker.protocol.errors import InvalidRecordError, InvalidTimestampError, ProtocolDecodeError
 from broker.protocol.records.layout import BatchHeader, set_max_timestamp
+from broker.protocol.records.unrolled import read_record_head
 from broker.protocol.records.walker import records_of
-from broker.protocol.types import decode_varint, decode_varlong
+from broker.protocol.types import decode_varint
 from broker.storage.config import LogConfig
 
 try:  # numpy (the pipelines/mirror extras) makes the walk a few array operations per batch
@@ -176,52 +177,23 @@ def walk_records(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader
     """(least, greatest) timestamp delta of the batch's records in ``buf[pos:end]``.
 
     Checks that exactly ``records_count`` records fill the span, their offset deltas run
-    0..n-1 and (``need_keys``) that each has a key; raises InvalidRecordError otherwise. The
-    common one- and two-byte varints are decoded inline (broker.protocol.types' cases)."""
+    0..n-1 and (``need_keys``) that each has a key; raises InvalidRecordError otherwise. Each
+    record's framing is read by ``unrolled.read_record_head``."""
     lo = hi = 0
     try:
         for i in range(header.records_count):
-            b = buf[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif buf[pos + 1] < 0x80:
-                raw = (b & 0x7F) | (buf[pos + 1] << 7)
-                length = (raw >> 1) ^ -(raw & 1)
-                pos += 2
-            else:
-                length, pos = decode_varint(buf, pos, end)
-            rec_end = pos + length
-            if length < 3 or rec_end > end:
-                raise InvalidRecordError(f"record {i} of the batch at offset {header.base_offset} overruns the batch")
-            p = pos + 1  # attributes
-            b = buf[p]
-            if b < 0x80:
-                delta = (b >> 1) ^ -(b & 1)
-                p += 1
-            else:
-                delta, p = decode_varlong(buf, p, rec_end)
+            _, rec_end, delta, _, offset_delta, key_at = read_record_head(buf, pos, end, header.base_offset)
             if delta > hi:
                 hi = delta
             elif delta < lo:
                 lo = delta
-            b = buf[p]
-            if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
-                p += 1
-            elif buf[p + 1] < 0x80:
-                raw = (b & 0x7F) | (buf[p + 1] << 7)
-                offset_delta = (raw >> 1) ^ -(raw & 1)
-                p += 2
-            else:
-                offset_delta, p = decode_varint(buf, p, rec_end)
             if offset_delta != i:
                 raise InvalidRecordError(f"record {i} of the batch at offset {header.base_offset} has offset delta "
                                          f"{offset_delta}")
-            if need_keys and buf[p] == 1:  # key length -1
+            if need_keys and buf[key_at] == 1:  # key length -1
                 raise InvalidRecordError("Compacted topic cannot accept message without key")
             pos = rec_end
-    except IndexError:
+    except (IndexError, ProtocolDecodeError):
         raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} are truncated") from None
     if pos != end:
         raise InvalidRecordError(f"the batch at offset {header.base_offset} holds more than its "
