@@ -78,60 +78,66 @@ def _wait_leader(broker: BrokerProcess, topic: str) -> None:
     raise AssertionError(f"{topic} has no leader")
 
 
-def _produce(bootstrap: str, mode: str, topic: str, codec: str, count: int = COUNT, t0: int = 1_700_000_000_000) -> None:
+def _produce(bootstrap: str, mode: str, topics: list[str], codec: str, count: int = COUNT,
+             t0: int = 1_700_000_000_000) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "compression.codec": codec, "linger.ms": 5, **MODES[mode]})
     errors: list = []
-    for i in range(count):
-        producer.produce(topic, key=b"k%d" % i, value=b"%s-%d" % (codec.encode(), i), timestamp=t0 + i,
-                         on_delivery=lambda err, _m: err and errors.append(err))
+    for topic in topics:
+        for i in range(count):
+            producer.produce(topic, key=b"k%d" % i, value=b"%s-%d" % (topic.encode(), i), timestamp=t0 + i,
+                             on_delivery=lambda err, _m: err and errors.append(err))
     assert producer.flush(20) == 0
     assert not errors, errors
 
 
-def _consume(bootstrap: str, mode: str, topic: str, count: int, group: str | None = None, commit: bool = False) -> list:
+def _consume(bootstrap: str, mode: str, topics: list[str], count: int, group: str | None = None) -> dict[str, list]:
+    """``count`` records of each topic's partition 0: from offset 0, or with ``group`` from its
+    committed offsets, which are then moved past what was read."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group or _topic("g"), "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", **MODES[mode]})
+    got: dict[str, list] = {t: [] for t in topics}
     try:
-        tp = TopicPartition(topic, 0)
-        if group is None or not commit:
-            consumer.assign([TopicPartition(topic, 0, 0)])
-        else:
-            consumer.assign([tp])
-        got: list = []
+        consumer.assign([TopicPartition(t, 0) if group else TopicPartition(t, 0, 0) for t in topics])
         deadline = time.monotonic() + 20
-        while len(got) < count and time.monotonic() < deadline:
-            for m in consumer.consume(count - len(got), timeout=0.5):
+        while any(len(m) < count for m in got.values()) and time.monotonic() < deadline:
+            for m in consumer.consume(1000, timeout=0.2):
                 assert m.error() is None, m.error()
-                got.append(m)
-        if commit and got:
-            consumer.commit(offsets=[TopicPartition(topic, 0, got[-1].offset() + 1)], asynchronous=False)
-            assert consumer.committed([tp], timeout=10)[0].offset == got[-1].offset() + 1
-        return got
+                got[m.topic()].append(m)
+        if group:
+            positions = [TopicPartition(t, 0, ms[-1].offset() + 1) for t, ms in got.items() if ms]
+            consumer.commit(offsets=positions, asynchronous=False)
+            committed = consumer.committed([TopicPartition(t, 0) for t in topics], timeout=10)
+            assert [c.offset for c in committed] == [p.offset for p in positions]
     finally:
         consumer.close()
+    return got
 
 
 @pytest.mark.parametrize("mode", ["0.8", "0.10"])
 def test_librdkafka_old_modes_every_codec_both_ways(legacy_broker, mode: str) -> None:
     bootstrap = legacy_broker.bootstrap
-    for codec in LIBRDKAFKA_CODECS:
-        topic = _topic(f"rdk{mode.replace('.', '')}-{codec}")
+    topics = {codec: _topic(f"rdk{mode.replace('.', '')}-{codec}") for codec in LIBRDKAFKA_CODECS}
+    for topic in topics.values():
         _create(legacy_broker, topic)
-        _produce(bootstrap, mode, topic, codec)
-        group = _topic("g")
-        old = _consume(bootstrap, mode, topic, COUNT, group, commit=True)
-        assert [m.value() for m in old] == [b"%s-%d" % (codec.encode(), i) for i in range(COUNT)]
-        assert [m.offset() for m in old] == list(range(COUNT))
-        assert old[3].key() == b"k3"
-        if mode == "0.10":  # message format v1 carries the producer's timestamps; v0 has none
-            assert old[3].timestamp()[1] == 1_700_000_000_003
-        modern = _consume(bootstrap, "modern", topic, COUNT)
-        assert [m.value() for m in modern] == [m.value() for m in old]
-        # the reverse: what a modern client writes, the old one reads
-        _produce(bootstrap, "modern", topic, codec, count=10, t0=1_700_000_100_000)
-        resumed = _consume(bootstrap, mode, topic, 10, group, commit=True)  # from the committed offset
-        assert [m.offset() for m in resumed] == list(range(COUNT, COUNT + 10))
-        assert resumed[0].value() == b"%s-0" % codec.encode()
+    for codec, topic in topics.items():
+        _produce(bootstrap, mode, [topic], codec)
+    group = _topic("g")
+    old = _consume(bootstrap, mode, list(topics.values()), COUNT, group)
+    modern = _consume(bootstrap, "modern", list(topics.values()), COUNT)
+    for topic, messages in old.items():
+        assert [m.value() for m in messages] == [b"%s-%d" % (topic.encode(), i) for i in range(COUNT)]
+        assert [m.offset() for m in messages] == list(range(COUNT))
+        assert messages[3].key() == b"k3"
+        # message format v1 carries the producer's timestamps; v0 has none
+        assert messages[3].timestamp()[1] == (1_700_000_000_003 if mode == "0.10" else -1)
+        assert [m.value() for m in modern[topic]] == [m.value() for m in messages]
+        assert modern[topic][3].timestamp()[1] == messages[3].timestamp()[1]
+    # the reverse: what a modern client writes (lz4, headers), the old one reads from its commit
+    _produce(bootstrap, "modern", list(topics.values()), "lz4", count=10, t0=1_700_000_100_000)
+    resumed = _consume(bootstrap, mode, list(topics.values()), 10, group)
+    for topic, messages in resumed.items():
+        assert [m.offset() for m in messages] == list(range(COUNT, COUNT + 10))
+        assert messages[0].value() == b"%s-0" % topic.encode()
 
 
 @pytest.mark.parametrize("api_version", [(0, 8, 2), (0, 9), (0, 10, 1), (1, 0)])
