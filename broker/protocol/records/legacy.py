@@ -249,8 +249,9 @@ def down_convert(buf: bytes | bytearray, magic: int, min_offset: int, max_bytes:
 
 
 _MESSAGE_PREFIX = struct.Struct(">qiI")  # offset, size, crc
-_BODY_HEAD = {0: struct.Struct(">bb"), 1: struct.Struct(">bbq")}  # magic, attributes (, timestamp)
-_NULL = INT32.pack(-1)
+# magic, attributes (, timestamp), key length (, value length: a keyless message's fixed fields)
+_KEYLESS_HEAD = {0: struct.Struct(">bbii"), 1: struct.Struct(">bbqii")}
+_KEYED_HEAD = {0: struct.Struct(">bbi"), 1: struct.Struct(">bbqi")}
 
 
 def _legacy_messages(rows: list, magic: int, compression: int, log_append: bool) -> bytes:
@@ -268,30 +269,27 @@ def _legacy_messages(rows: list, magic: int, compression: int, log_append: bool)
 
 def _plain_messages(rows: list, magic: int, attributes: int, offset_base: int) -> bytes:
     """Uncompressed messages; their offsets are the rows' minus ``offset_base`` (magic 1
-    inner messages are relative). The CRC is chained over the parts, which are not copied."""
+    inner messages are relative). A message is its prefix, its fixed fields with the key, and
+    its value, which is not copied (the CRC is chained over the two)."""
     parts: list[bytes | bytearray] = []
     append = parts.append
     crc32 = zlib.crc32
-    int32 = INT32.pack
     prefix = _MESSAGE_PREFIX.pack
-    body_head = _BODY_HEAD[magic].pack
+    keyless = _KEYLESS_HEAD[magic].pack
+    keyed = _KEYED_HEAD[magic].pack
+    int32 = INT32.pack
+    v1 = magic == 1
     for _, _, offset, key, value, _, ts in rows:
-        head = body_head(magic, attributes, ts) if magic else body_head(magic, attributes)
-        k = _NULL if key is None else int32(len(key))
-        v = _NULL if value is None else int32(len(value))
-        crc = crc32(k, crc32(head))
-        if key is not None:
-            crc = crc32(key, crc)
-        crc = crc32(v, crc)
-        if value is not None:
-            crc = crc32(value, crc)
-        append(prefix(offset - offset_base, 4 + len(head) + 8 + (len(key) if key is not None else 0)
-                      + (len(value) if value is not None else 0), crc))
-        append(head)
-        append(k)
-        if key is not None:
-            append(key)
-        append(v)
-        if value is not None:
+        vlen = -1 if value is None else len(value)
+        if key is None:
+            head = keyless(magic, attributes, ts, -1, vlen) if v1 else keyless(magic, attributes, -1, vlen)
+        else:
+            head = (keyed(magic, attributes, ts, len(key)) if v1 else keyed(magic, attributes, len(key))) + key + int32(vlen)
+        if value is None:
+            append(prefix(offset - offset_base, 4 + len(head), crc32(head)))
+            append(head)
+        else:
+            append(prefix(offset - offset_base, 4 + len(head) + vlen, crc32(value, crc32(head))))
+            append(head)
             append(value)
     return b"".join(parts)
