@@ -67,6 +67,10 @@ class BrokerMetrics:
         self.replication_bytes_out: dict[str, int] = defaultdict(int)
         self.isr_shrinks = 0
         self.isr_expands = 0
+        # message format conversions for old clients (Kafka's Produce/FetchMessageConversionsPerSec)
+        self.produce_conversions: dict[str, int] = defaultdict(int)
+        self.fetch_conversions: dict[str, int] = defaultdict(int)
+        self.conversion_seconds: dict[str, float] = defaultdict(float)
 
     # -- updates (reactor thread) -----------------------------------------------------------
 
@@ -91,6 +95,12 @@ class BrokerMetrics:
         else:
             self.bytes_out[topic] += size
             self.records_out[topic] += records
+
+    def converted(self, topic: str, records: int, seconds: float, produce: bool) -> None:
+        """``records`` of ``topic`` were converted between message formats for an old client:
+        up to v2 on produce, down to v0/v1 on fetch, taking ``seconds``."""
+        (self.produce_conversions if produce else self.fetch_conversions)[topic] += records
+        self.conversion_seconds["produce" if produce else "fetch"] += seconds
 
     def isr_changed(self, old: list[int], new: list[int]) -> None:
         """A leader recorded a new ISR: one shrink or one expansion, whatever the count of replicas."""
@@ -131,8 +141,14 @@ class BrokerMetrics:
              "whole batch in the response (found from the log index, the data is not read)."),
             ("logbus_topic_replication_bytes_out_total", self.replication_bytes_out,
              "Record bytes sent in fetch responses to follower replicas, per topic."),
+            ("logbus_topic_produce_message_conversions_total", self.produce_conversions,
+             "Records of Produce v0-2 (message format v0/v1) converted up to record batch v2, per topic."),
+            ("logbus_topic_fetch_message_conversions_total", self.fetch_conversions,
+             "Records converted down to message format v0/v1 for Fetch v0-3, per topic."),
         ):
             out.counter(name, help_text, (([("topic", t)], n) for t, n in sorted(table.items())))
+        out.counter("logbus_message_conversion_seconds_total", "Time spent converting message formats, per request type.",
+                    (([("request", r)], n) for r, n in sorted(self.conversion_seconds.items())))
         out.counter("logbus_isr_shrinks_total", "ISR shrinks recorded by this broker as leader (one per change).",
                     [((), self.isr_shrinks)])
         out.counter("logbus_isr_expands_total", "ISR expansions recorded by this broker as leader (one per change).",

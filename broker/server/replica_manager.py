@@ -100,7 +100,7 @@ class FetchedPartition(NamedTuple):
     error_code: int = ErrorCode.NONE
     high_watermark: int = -1
     log_start_offset: int = -1
-    records: FileSlice | None = None
+    records: FileSlice | bytes | None = None  # bytes: down-converted for an old client
     records_after_fetch_offset: int = 0  # records served past the fetch offset, counted by offsets
 
 

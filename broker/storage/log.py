@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import struct
 import threading
 import time
 import uuid
@@ -28,23 +27,14 @@ from broker.protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
-from broker.protocol.records.layout import (
-    ATTRIBUTES_POS,
-    CRC_POS,
-    MAX_TIMESTAMP_POS,
-    TIMESTAMP_TYPE_MASK,
-    BatchHeader,
-    compute_crc,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
+from broker.protocol.records.layout import BatchHeader, set_base_offset, set_max_timestamp, set_partition_leader_epoch
 from broker.protocol.records.walker import Tail, iter_batches
-from broker.protocol.types import INT64, UINT32
 from broker.storage.checkpoint import fsync_dir
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
 from broker.storage.producer_state import ProducerStateManager, delete_snapshots
 from broker.storage.segment import BatchEntry, LogSegment
+from broker.storage.validator import policy_of, validate_batch
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +42,6 @@ EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 _STALE_SUFFIXES = (".tmp", ".deleted", ".cleaned", ".swap")
 _INDEX_SUFFIXES = (".index", ".timeindex")
-_ATTRIBUTES = struct.Struct(">h")
 
 
 def wall_clock_ms() -> int:
@@ -307,8 +296,9 @@ class PartitionLog:
     # -- append ---------------------------------------------------------------------------------
 
     def append(self, records: bytearray | memoryview, *, leader_epoch: int | None = None) -> AppendResult:
-        """Append a produce request's batches as the leader: validate all, drop a retry,
-        assign offsets, write with one write call, index, roll and flush by policy.
+        """Append a produce request's batches as the leader: validate all (Kafka's LogValidator,
+        ``broker.storage.validator``), drop a retry, assign offsets, write with one write call,
+        index, roll and flush by policy.
 
         ``records`` is stamped in place (base offsets, leader epoch, LogAppendTime), so it
         must be writable; nothing is written if any batch is bad.
@@ -331,6 +321,8 @@ class PartitionLog:
             batches.append((pos, header))
         if size > config.segment_bytes:
             raise RecordListTooLargeError(f"{size} bytes of batches exceed segment.bytes={config.segment_bytes}")
+        policy, now = policy_of(config), self._time_ms()
+        max_timestamps = [validate_batch(records, pos, header, policy, now) for pos, header in batches]
 
         with self._lock:
             self._check_open()
@@ -338,19 +330,18 @@ class PartitionLog:
             if duplicate is not None:
                 append_time = duplicate.timestamp if config.log_append_time else -1
                 return AppendResult(duplicate.first_offset, duplicate.last_offset, append_time, self._lso, True)
-            now = self._time_ms()
             append_time = now if config.log_append_time else -1
             first = offset = self._leo
             entries: list[BatchEntry] = []
-            for pos, header in batches:
+            for (pos, header), max_timestamp in zip(batches, max_timestamps):
                 set_base_offset(records, pos, offset)
                 if leader_epoch is not None:
                     set_partition_leader_epoch(records, pos, leader_epoch)
                 if append_time >= 0:
-                    _stamp_log_append_time(records, pos, header.size, now)
+                    set_max_timestamp(records, pos, header.size, now, log_append_time=True)
                     entries.append((pos, offset, now, header.size))
                 else:
-                    entries.append((pos, offset, header.max_timestamp, header.size))
+                    entries.append((pos, offset, max_timestamp, header.size))
                 offset += header.last_offset_delta + 1
             self._write(records, entries, first, offset, now)
             self._producers.update(batches, entries, now)
@@ -702,14 +693,6 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.name}, start={self._lso}, end={self._leo}, segments={len(self._segments)})"
-
-
-def _stamp_log_append_time(buf: bytearray | memoryview, pos: int, size: int, now: int) -> None:
-    """Mark a batch LogAppendTime with max timestamp ``now`` and re-seal its CRC (as Kafka does)."""
-    attributes = _ATTRIBUTES.unpack_from(buf, pos + ATTRIBUTES_POS)[0] | TIMESTAMP_TYPE_MASK
-    _ATTRIBUTES.pack_into(buf, pos + ATTRIBUTES_POS, attributes)
-    INT64.pack_into(buf, pos + MAX_TIMESTAMP_POS, now)
-    UINT32.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))
 
 
 def _unlink(path: str) -> None:

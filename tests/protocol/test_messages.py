@@ -28,12 +28,12 @@ CASES = [
 CASE_IDS = [f"{schema.name}-v{version}" for schema, version in CASES]
 
 EXPECTED_RANGES = {
-    ApiKey.PRODUCE: (0, 7), ApiKey.FETCH: (4, 11), ApiKey.LIST_OFFSETS: (1, 5), ApiKey.METADATA: (0, 8),
-    ApiKey.OFFSET_COMMIT: (2, 7), ApiKey.OFFSET_FETCH: (1, 5), ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.PRODUCE: (0, 7), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 5), ApiKey.METADATA: (0, 8),
+    ApiKey.OFFSET_COMMIT: (0, 7), ApiKey.OFFSET_FETCH: (0, 5), ApiKey.FIND_COORDINATOR: (0, 2),
     ApiKey.JOIN_GROUP: (0, 5), ApiKey.HEARTBEAT: (0, 3), ApiKey.LEAVE_GROUP: (0, 3), ApiKey.SYNC_GROUP: (0, 3),
     ApiKey.DESCRIBE_GROUPS: (0, 4), ApiKey.LIST_GROUPS: (0, 2), ApiKey.SASL_HANDSHAKE: (0, 1),
-    ApiKey.API_VERSIONS: (0, 2), ApiKey.CREATE_TOPICS: (2, 4), ApiKey.DELETE_TOPICS: (1, 3),
-    ApiKey.INIT_PRODUCER_ID: (0, 1), ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3), ApiKey.DESCRIBE_CONFIGS: (1, 3),
+    ApiKey.API_VERSIONS: (0, 2), ApiKey.CREATE_TOPICS: (0, 4), ApiKey.DELETE_TOPICS: (0, 3),
+    ApiKey.INIT_PRODUCER_ID: (0, 1), ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3), ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.SASL_AUTHENTICATE: (0, 1), ApiKey.CREATE_PARTITIONS: (0, 1),
 }
 

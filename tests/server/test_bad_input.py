@@ -171,15 +171,20 @@ def test_connection_closed_mid_response_does_not_hurt_others(broker):
     _still_serving(broker)
 
 
-def test_legacy_produce_versions_are_refused_per_partition(broker):
+def test_a_damaged_legacy_message_set_is_refused_per_partition(broker):
     topic = f"legacy-{uuid.uuid4().hex[:8]}"
     _create_topic(broker, topic)
     message_set = encode_message_set([(None, b"old", [], 0)], magic=1)
-    with BrokerConnection(*_host_port(broker)) as conn:
-        response = conn.request(
-            ApiKey.PRODUCE,
-            2,
-            {"acks": 1, "timeout_ms": 5000, "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": message_set}]}]},
-        )
-    assert response["responses"][0]["partition_responses"][0]["error_code"] == ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    damaged = message_set[:-1] + bytes([message_set[-1] ^ 0xFF])
+
+    def produce(records: bytes) -> dict:
+        with BrokerConnection(*_host_port(broker)) as conn:
+            response = conn.request(ApiKey.PRODUCE, 2, {"acks": 1, "timeout_ms": 5000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": records}]}]})
+        return response["responses"][0]["partition_responses"][0]
+
+    assert produce(damaged)["error_code"] == ErrorCode.CORRUPT_MESSAGE
+    assert produce(message_set[:-3])["error_code"] == ErrorCode.INVALID_RECORD
     assert _end_offset(broker, topic) == 0
+    assert produce(message_set) == {"index": 0, "error_code": ErrorCode.NONE, "base_offset": 0, "log_append_time_ms": -1}
+    assert _end_offset(broker, topic) == 1

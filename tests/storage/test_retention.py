@@ -11,9 +11,9 @@ from tests.storage.batches import batch_of_size, build_batch, values_in
 from tests.storage.helpers import FakeClock, open_log, read_from, segment_files
 
 
-def _fill(log, count: int, ts_of=lambda i: 1_000 + i) -> None:
+def _fill(log, count: int, ts_of=lambda i: 1_000 + i, keys: bool = False) -> None:
     for i in range(count):
-        log.append(build_batch([b"%04d" % i] * 4, base_timestamp=ts_of(i)))
+        log.append(build_batch([b"%04d" % i] * 4, base_timestamp=ts_of(i), keys=[b"k"] * 4 if keys else None))
 
 
 def test_retention_by_time(tmp_path) -> None:
@@ -51,7 +51,7 @@ def test_retention_forever_and_compact_keep_everything(tmp_path) -> None:
     _fill(log, 12)
     assert log.delete_expired_segments(10**12) == 0
     compacted = open_log(tmp_path / "c-0", segment_bytes=400, retention_ms=1, cleanup_policy="compact")
-    _fill(compacted, 12)
+    _fill(compacted, 12, keys=True)  # a compacted topic refuses keyless records
     assert compacted.delete_expired_segments(10**12) == 0
 
 

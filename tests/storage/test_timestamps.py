@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from broker.protocol.records import encode_batch
 from tests.storage.batches import build_batch
 from tests.storage.helpers import FakeClock, open_log
 
@@ -31,7 +32,7 @@ def test_lookup_by_timestamp(tmp_path) -> None:
 def test_compressed_batches_answer_their_base_offset(tmp_path) -> None:
     log = open_log(tmp_path / "t-0")
     log.append(build_batch([b"a"], base_timestamp=100))
-    log.append(build_batch([b"b", b"c"], timestamps=[200, 300], attributes=1))  # claims gzip: not parsed
+    log.append(bytearray(encode_batch([(None, b"b", None, 200), (None, b"c", None, 300)], compression=1)))  # gzip
     assert log.offset_for_timestamp(250) == (1, 300)
 
 

@@ -1,10 +1,10 @@
-"""CreateTopics (19) v2-4, DeleteTopics (20) v1-3, DescribeConfigs (32) v1-3 and
+"""CreateTopics (19) v0-4, DeleteTopics (20) v0-3, DescribeConfigs (32) v0-3 and
 CreatePartitions (37) v0-1: admin APIs."""
 
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.schema import F, MessageSchema
 
-CREATE_TOPICS_REQUEST = MessageSchema("CreateTopicsRequest", ApiKey.CREATE_TOPICS, "2-4", [
+CREATE_TOPICS_REQUEST = MessageSchema("CreateTopicsRequest", ApiKey.CREATE_TOPICS, "0-4", [
     F("topics", "[]", "0+", [
         F("name", "string"),
         F("num_partitions", "int32"),
@@ -22,7 +22,7 @@ CREATE_TOPICS_REQUEST = MessageSchema("CreateTopicsRequest", ApiKey.CREATE_TOPIC
     F("validate_only", "bool", "1+"),
 ])
 
-CREATE_TOPICS_RESPONSE = MessageSchema("CreateTopicsResponse", ApiKey.CREATE_TOPICS, "2-4", [
+CREATE_TOPICS_RESPONSE = MessageSchema("CreateTopicsResponse", ApiKey.CREATE_TOPICS, "0-4", [
     F("throttle_time_ms", "int32", "2+"),
     F("topics", "[]", "0+", [
         F("name", "string"),
@@ -31,12 +31,12 @@ CREATE_TOPICS_RESPONSE = MessageSchema("CreateTopicsResponse", ApiKey.CREATE_TOP
     ]),
 ])
 
-DELETE_TOPICS_REQUEST = MessageSchema("DeleteTopicsRequest", ApiKey.DELETE_TOPICS, "1-3", [
+DELETE_TOPICS_REQUEST = MessageSchema("DeleteTopicsRequest", ApiKey.DELETE_TOPICS, "0-3", [
     F("topic_names", "[]string"),
     F("timeout_ms", "int32"),
 ])
 
-DELETE_TOPICS_RESPONSE = MessageSchema("DeleteTopicsResponse", ApiKey.DELETE_TOPICS, "1-3", [
+DELETE_TOPICS_RESPONSE = MessageSchema("DeleteTopicsResponse", ApiKey.DELETE_TOPICS, "0-3", [
     F("throttle_time_ms", "int32", "1+"),
     F("responses", "[]", "0+", [
         F("name", "string"),
@@ -45,7 +45,7 @@ DELETE_TOPICS_RESPONSE = MessageSchema("DeleteTopicsResponse", ApiKey.DELETE_TOP
 ])
 
 # DescribeConfigs: resource_type 2 = topic, 4 = broker. A null configuration_keys asks for all.
-DESCRIBE_CONFIGS_REQUEST = MessageSchema("DescribeConfigsRequest", ApiKey.DESCRIBE_CONFIGS, "1-3", [
+DESCRIBE_CONFIGS_REQUEST = MessageSchema("DescribeConfigsRequest", ApiKey.DESCRIBE_CONFIGS, "0-3", [
     F("resources", "[]", "0+", [
         F("resource_type", "int8"),
         F("resource_name", "string"),
@@ -55,7 +55,7 @@ DESCRIBE_CONFIGS_REQUEST = MessageSchema("DescribeConfigsRequest", ApiKey.DESCRI
     F("include_documentation", "bool", "3+"),
 ])
 
-DESCRIBE_CONFIGS_RESPONSE = MessageSchema("DescribeConfigsResponse", ApiKey.DESCRIBE_CONFIGS, "1-3", [
+DESCRIBE_CONFIGS_RESPONSE = MessageSchema("DescribeConfigsResponse", ApiKey.DESCRIBE_CONFIGS, "0-3", [
     F("throttle_time_ms", "int32"),
     F("results", "[]", "0+", [
         F("error_code", "int16"),

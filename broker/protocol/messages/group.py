@@ -135,10 +135,11 @@ LIST_GROUPS_RESPONSE = MessageSchema("ListGroupsResponse", ApiKey.LIST_GROUPS, "
     ]),
 ])
 
-# OffsetCommit from v2: retention_time_ms in v2-4 only, v3 throttle, v6 committed_leader_epoch,
-# v7 group_instance_id. Kafka's JSON now names generation_id "GenerationIdOrMemberEpoch"; the
+# OffsetCommit: v0 (0.8.1) offsets only, v1 generation, member and a per-partition
+# commit_timestamp (v1 only), retention_time_ms in v2-4 only, v3 throttle, v6
+# committed_leader_epoch, v7 group_instance_id. Kafka's JSON now names generation_id "GenerationIdOrMemberEpoch"; the
 # classic protocol served here only has generations, so it keeps the older name.
-OFFSET_COMMIT_REQUEST = MessageSchema("OffsetCommitRequest", ApiKey.OFFSET_COMMIT, "2-7", [
+OFFSET_COMMIT_REQUEST = MessageSchema("OffsetCommitRequest", ApiKey.OFFSET_COMMIT, "0-7", [
     F("group_id", "string"),
     F("generation_id", "int32", "1+", default=-1),
     F("member_id", "string", "1+"),
@@ -148,11 +149,12 @@ OFFSET_COMMIT_REQUEST = MessageSchema("OffsetCommitRequest", ApiKey.OFFSET_COMMI
         F("partition_index", "int32"),
         F("committed_offset", "int64"),
         F("committed_leader_epoch", "int32", "6+", default=-1),
+        F("commit_timestamp", "int64", "1", default=-1),
         F("committed_metadata", "string", nullable="0+"),
     ]),
 ])
 
-OFFSET_COMMIT_RESPONSE = MessageSchema("OffsetCommitResponse", ApiKey.OFFSET_COMMIT, "2-7", [
+OFFSET_COMMIT_RESPONSE = MessageSchema("OffsetCommitResponse", ApiKey.OFFSET_COMMIT, "0-7", [
     F("throttle_time_ms", "int32", "3+"),
     per_topic([
         F("partition_index", "int32"),
@@ -160,9 +162,9 @@ OFFSET_COMMIT_RESPONSE = MessageSchema("OffsetCommitResponse", ApiKey.OFFSET_COM
     ]),
 ])
 
-# OffsetFetch from v1: v2 a null topic list means "all" and a top-level error_code, v3
+# OffsetFetch: v0 (offsets in ZooKeeper) reads as v1 does, v2 a null topic list means "all" and a top-level error_code, v3
 # throttle, v5 committed_leader_epoch.
-OFFSET_FETCH_REQUEST = MessageSchema("OffsetFetchRequest", ApiKey.OFFSET_FETCH, "1-5", [
+OFFSET_FETCH_REQUEST = MessageSchema("OffsetFetchRequest", ApiKey.OFFSET_FETCH, "0-5", [
     F("group_id", "string"),
     F("topics", "[]", "0+", [
         F("name", "string"),
@@ -170,7 +172,7 @@ OFFSET_FETCH_REQUEST = MessageSchema("OffsetFetchRequest", ApiKey.OFFSET_FETCH, 
     ], nullable="2+"),
 ])
 
-OFFSET_FETCH_RESPONSE = MessageSchema("OffsetFetchResponse", ApiKey.OFFSET_FETCH, "1-5", [
+OFFSET_FETCH_RESPONSE = MessageSchema("OffsetFetchResponse", ApiKey.OFFSET_FETCH, "0-5", [
     F("throttle_time_ms", "int32", "3+"),
     per_topic([
         F("partition_index", "int32"),

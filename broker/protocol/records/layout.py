@@ -14,7 +14,7 @@ from typing import NamedTuple
 import crc32c
 
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
-from broker.protocol.types import INT32, INT64
+from broker.protocol.types import INT16, INT32, INT64, UINT32
 
 # Offsets of the header fields inside a batch.
 BASE_OFFSET_POS = 0
@@ -189,3 +189,13 @@ def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> 
 def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> None:
     """Stamp the leader epoch; like baseOffset it is outside the CRC."""
     INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_POS, epoch)
+
+
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, size: int, max_timestamp: int,
+                      log_append_time: bool = False) -> None:
+    """Set a batch's maxTimestamp (and with ``log_append_time`` its LogAppendTime bit) and
+    re-seal its CRC: the only header fields Kafka's validator rewrites."""
+    if log_append_time:
+        INT16.pack_into(buf, pos + ATTRIBUTES_POS, INT16.unpack_from(buf, pos + ATTRIBUTES_POS)[0] | TIMESTAMP_TYPE_MASK)
+    INT64.pack_into(buf, pos + MAX_TIMESTAMP_POS, max_timestamp)
+    UINT32.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))

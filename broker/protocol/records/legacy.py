@@ -1,5 +1,6 @@
-"""Legacy v0/v1 message sets (magic 0 and 1): write them (to test old clients' formats) and
-read them, compressed wrapper messages included. CRCs are zlib CRC-32."""
+"""Legacy v0/v1 message sets (magic 0 and 1): write them, read them (compressed wrapper messages
+included), and convert between them and v2 batches for old clients: ``up_convert`` (Produce
+v0-2) and ``down_convert`` (Fetch v0-3). CRCs are zlib CRC-32."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ import zlib
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from broker.protocol.compression import compress, decompress
-from broker.protocol.errors import CorruptRecordError, InvalidRecordError
-from broker.protocol.records.codec import Headers, Record, as_bytes
-from broker.protocol.records.layout import LOG_OVERHEAD, MAGIC_POS, PREFIX
+from broker.protocol.compression import ZSTD, compress, decompress
+from broker.protocol.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    UnsupportedCompressionTypeError,
+)
+from broker.protocol.records.codec import Headers, Record, as_bytes, encode_record
+from broker.protocol.records.layout import CURRENT_MAGIC, LOG_OVERHEAD, MAGIC_POS, PREFIX, build_batch
+from broker.protocol.records.unrolled import read_records_unrolled
+from broker.protocol.records.walker import Tail, iter_batches, records_of
 from broker.protocol.types import INT32
 
 NO_TIMESTAMP = -1
@@ -167,3 +175,121 @@ def _legacy_bytes(view: memoryview, pos: int, end: int) -> tuple[bytes | None, i
     if pos + n > end:
         raise InvalidRecordError(f"legacy message field of {n} bytes overruns the message")
     return bytes(view[pos : pos + n]), pos + n
+
+
+# -- conversion between the legacy formats and v2 (Produce v0-2 up, Fetch v0-3 down) -------------
+
+#: the message format each Fetch version below 4 answers with (v0-1: magic 0, v2-3: magic 1)
+FETCH_MAGIC = {0: 0, 1: 0, 2: 1, 3: 1}
+#: the message format each Produce version below 3 carries
+PRODUCE_MAGIC = {0: 0, 1: 0, 2: 1}
+
+
+def up_convert(message_set: bytes | bytearray | memoryview) -> tuple[bytearray, int]:
+    """One v2 batch (offsets from 0) of a producer's v0/v1 message set, and its record count.
+
+    As Kafka converts: every message, those inside compressed wrappers included, becomes one
+    record of a single batch, compressed with the wrappers' codec; magic 0 messages carry no
+    timestamp (-1). Raises InvalidRecordError (CorruptRecordError for a CRC) on a set that does
+    not parse whole, and InvalidTimestampError for a producer claiming LogAppendTime."""
+    view = memoryview(message_set)
+    pos, end = 0, len(view)
+    records: list[Record] = []
+    codec = 0
+    while pos < end:
+        if end - pos < MAGIC_POS + 2:
+            raise InvalidRecordError(f"legacy message set ends with {end - pos} stray bytes")
+        _, length = PREFIX.unpack_from(view, pos)
+        if length < 0 or pos + LOG_OVERHEAD + length > end:
+            raise InvalidRecordError(f"legacy message at byte {pos} overruns the message set")
+        header, inner = decode_legacy(view, pos, LOG_OVERHEAD + length)
+        if header.magic == 1 and header.attributes & LEGACY_TIMESTAMP_TYPE_MASK:
+            raise InvalidTimestampError("Producer should not set the timestamp type to LogAppendTime")
+        codec = codec or header.compression
+        records += inner
+        pos += LOG_OVERHEAD + length
+    if not records:
+        raise InvalidRecordError("produce request carries no message")
+    base_ts = records[0].timestamp
+    body = b"".join(encode_record(i, r.timestamp - base_ts, r.key, r.value, ()) for i, r in enumerate(records))
+    batch = build_batch(compress(codec, body) if codec else body, count=len(records), base_ts=base_ts,
+                        max_ts=max(r.timestamp for r in records), attributes=codec)
+    return bytearray(batch), len(records)
+
+
+def down_convert(buf: bytes | bytearray, magic: int, min_offset: int, max_bytes: int) -> tuple[bytes, int]:
+    """The v2 batches of ``buf`` as a v0/v1 message set for an old consumer, and its record count.
+
+    One batch at a time (memory: the output and one batch): records before ``min_offset`` and
+    control batches are left out, a compressed batch becomes one wrapper message compressed
+    with the same codec, and the output stops before the batch that would take it past
+    ``max_bytes`` (the first batch is always whole, so a consumer can make progress). A zstd
+    batch ends the output there, or raises UnsupportedCompressionTypeError when it is first."""
+    out = bytearray()
+    count = 0
+    for pos, header in iter_batches(buf, Tail.STOP, verify=False):
+        if header.magic != CURRENT_MAGIC or not header.readable(min_offset):
+            continue
+        if header.compression == ZSTD:  # no v0/v1 codec id: Kafka answers UNSUPPORTED_COMPRESSION_TYPE
+            if out:
+                break
+            raise UnsupportedCompressionTypeError("zstd batches cannot be converted to message format v0/v1")
+        payload, start, end = records_of(buf, pos, header)
+        rows = read_records_unrolled(payload, start, end, header, min_offset, [], row=tuple)
+        if not rows:
+            continue
+        piece = _legacy_messages(rows, magic, header.compression, header.log_append)
+        if out and len(out) + len(piece) > max_bytes:
+            break
+        out += piece
+        count += len(rows)
+        if len(out) >= max_bytes:
+            break
+    return bytes(out), count
+
+
+_MESSAGE_PREFIX = struct.Struct(">qiI")  # offset, size, crc
+# magic, attributes (, timestamp), key length (, value length: a keyless message's fixed fields)
+_KEYLESS_HEAD = {0: struct.Struct(">bbii"), 1: struct.Struct(">bbqii")}
+_KEYED_HEAD = {0: struct.Struct(">bbi"), 1: struct.Struct(">bbqi")}
+
+
+def _legacy_messages(rows: list, magic: int, compression: int, log_append: bool) -> bytes:
+    """Messages of ``magic`` from reader rows (topic, partition, offset, key, value, headers,
+    timestamp); compressed, one wrapper holding them all. Headers are dropped (as Kafka does)."""
+    ts_attr = LEGACY_TIMESTAMP_TYPE_MASK if (log_append and magic == 1) else 0
+    if not compression:
+        return _plain_messages(rows, magic, ts_attr, 0)
+    first = rows[0][2]
+    inner = _plain_messages(rows, magic, 0, first if magic == 1 else 0)
+    last = rows[-1]
+    wrapper_ts = max(r[6] for r in rows)
+    return _legacy_message(last[2], magic, compression | ts_attr, wrapper_ts, None, compress(compression, inner))
+
+
+def _plain_messages(rows: list, magic: int, attributes: int, offset_base: int) -> bytes:
+    """Uncompressed messages; their offsets are the rows' minus ``offset_base`` (magic 1
+    inner messages are relative). A message is its prefix, its fixed fields with the key, and
+    its value, which is not copied (the CRC is chained over the two)."""
+    parts: list[bytes | bytearray] = []
+    append = parts.append
+    crc32 = zlib.crc32
+    prefix = _MESSAGE_PREFIX.pack
+    keyless = _KEYLESS_HEAD[magic].pack
+    keyed = _KEYED_HEAD[magic].pack
+    int32 = INT32.pack
+    v1 = magic == 1
+    for _, _, offset, key, value, _, ts in rows:
+        vlen = -1 if value is None else len(value)
+        if key is None:
+            head = keyless(magic, attributes, ts, -1, vlen) if v1 else keyless(magic, attributes, -1, vlen)
+        else:
+            head = (keyed(magic, attributes, ts, len(key)) if v1 else keyed(magic, attributes, len(key))) + key + int32(vlen)
+        if value is None:
+            append(prefix(offset - offset_base, 4 + len(head), crc32(head)))
+            append(head)
+        else:
+            append(prefix(offset - offset_base, 4 + len(head) + vlen, crc32(value, crc32(head))))
+            append(head)
+            append(value)
+    return b"".join(parts)

@@ -52,4 +52,4 @@ def topic_result(name: str, outcome: tuple[bool, Any]) -> dict:
     return {"name": name, "error_code": getattr(exc, "code", ErrorCode.UNKNOWN_SERVER_ERROR), "error_message": str(exc)}
 
 
-HANDLER = Handler(ApiKey.CREATE_TOPICS, 2, 4, handle)
+HANDLER = Handler(ApiKey.CREATE_TOPICS, 0, 4, handle)

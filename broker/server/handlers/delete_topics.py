@@ -35,4 +35,4 @@ def _result(name: str, outcome: tuple[bool, Any]) -> dict:
     return {"name": name, "error_code": code}
 
 
-HANDLER = Handler(ApiKey.DELETE_TOPICS, 1, 3, handle)
+HANDLER = Handler(ApiKey.DELETE_TOPICS, 0, 3, handle)

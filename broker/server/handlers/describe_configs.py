@@ -90,4 +90,4 @@ def _result(resource: dict, outcome: tuple[bool, Any]) -> dict:
 
 DESCRIBERS: dict[int, Callable[[Broker, str], Any]] = {TOPIC: _topic_configs, BROKER: _broker_configs}
 
-HANDLER = Handler(ApiKey.DESCRIBE_CONFIGS, 1, 3, handle)
+HANDLER = Handler(ApiKey.DESCRIBE_CONFIGS, 0, 3, handle)

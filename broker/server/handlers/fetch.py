@@ -2,19 +2,26 @@
 
 The replica layer reads and parks the fetch (``ReplicaManager.fetch_messages``); records are
 answered as file slices that the connection sends with ``os.sendfile``.
+
+Versions 0-3 are for clients that read only message format v0/v1 (v0-1: magic 0, v2-3:
+magic 1), as Kafka answers them: what was read is converted down batch by batch
+(``legacy.down_convert``, within the partition's max bytes) and sent as bytes.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from broker.protocol.errors import ErrorCode
+from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.protocol.records.legacy import FETCH_MAGIC, down_convert
 from broker.server.dispatch import Handler
 from broker.server.replica_manager import FetchResult, FetchWanted
+from broker.storage.file_slice import FileSlice
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -34,13 +41,33 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
     ]
     replica_id = request["replica_id"]
     d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], request["max_bytes"], wanted)
+    if header.api_version in FETCH_MAGIC:
+        d.addCallback(_down_converted, broker, wanted, FETCH_MAGIC[header.api_version])
     return d.addCallback(_answer, broker, replica_id >= 0)
+
+
+def _down_converted(read: FetchResult, broker: Broker, wanted: list[FetchWanted], magic: int) -> FetchResult:
+    """The read with every partition's batches converted down to message format ``magic``."""
+    parts = []
+    for part, want in zip(read.partitions, wanted):
+        if isinstance(part.records, FileSlice):
+            started = time.perf_counter()
+            try:
+                data, count = down_convert(part.records.read_bytes(), magic, want.offset, want.max_bytes)
+            except KafkaError as exc:
+                part = part._replace(error_code=exc.code, records=None, records_after_fetch_offset=0)
+            else:
+                broker.metrics.converted(part.topic, count, time.perf_counter() - started, produce=False)
+                part = part._replace(records=data, records_after_fetch_offset=count)
+        parts.append(part)
+    return read._replace(partitions=parts)
 
 
 def _answer(read: FetchResult, broker: Broker, follower: bool) -> dict:
     """The response to send, its bytes and records counted in the metrics."""
     topics: dict[str, list[dict[str, Any]]] = {}
     for part in read.partitions:
+        size = part.records.size if isinstance(part.records, FileSlice) else len(part.records or b"")
         topics.setdefault(part.topic, []).append({
             "partition_index": part.partition,
             "error_code": part.error_code,
@@ -52,7 +79,7 @@ def _answer(read: FetchResult, broker: Broker, follower: bool) -> dict:
             "records": part.records if part.records is not None else b"",
         })
         if part.records is not None:
-            broker.metrics.fetched(part.topic, part.records.size, part.records_after_fetch_offset, follower)
+            broker.metrics.fetched(part.topic, size, part.records_after_fetch_offset, follower)
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
@@ -61,4 +88,4 @@ def _answer(read: FetchResult, broker: Broker, follower: bool) -> dict:
     }
 
 
-HANDLER = Handler(ApiKey.FETCH, 4, 11, handle)
+HANDLER = Handler(ApiKey.FETCH, 0, 11, handle)

@@ -26,6 +26,14 @@ def coordinator_error(broker: Broker, group_id: str) -> int | None:
     return None
 
 
+def zookeeper_commit_error(broker: Broker, group_id: str) -> int | None:
+    """For OffsetCommit/OffsetFetch v0 (offsets in ZooKeeper, any broker): None when this
+    broker can reach the offset store; else the error to answer."""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if broker.coordinator is None else None
+
+
 def deferred_answer() -> tuple[defer.Deferred, Callable[[dict], None]]:
     """A Deferred and the callback that fires it with the response (throttle added)."""
     d: defer.Deferred = defer.Deferred()

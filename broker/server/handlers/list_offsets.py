@@ -1,5 +1,11 @@
 """ListOffsets: the earliest (-2) or latest (-1) offset of a partition, or the first offset
-whose timestamp is at or after a given time (through the time index)."""
+whose timestamp is at or after a given time (through the time index).
+
+Version 0 (Kafka 0.8's OffsetRequest) answers a list, newest first, of at most
+``max_num_offsets``: the offsets "before" the time, which Kafka takes from segment
+boundaries. Here: for latest, the high watermark then every segment's base offset; for
+earliest, the log start; for a time, the segment base offsets at or before the first offset
+whose timestamp reaches it (the time index stands in for 0.8's segment file times)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ NO_TIMESTAMP = -1
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
-    return answer_partitions(request["topics"], "name", "partition_index", broker.replicas.leader_partition, _blank, _lookup)
+    lookup = _offsets_before if header.api_version == 0 else _lookup
+    return answer_partitions(request["topics"], "name", "partition_index", broker.replicas.leader_partition, _blank, lookup)
 
 
 def _blank(part: dict) -> dict[str, Any]:
@@ -45,4 +52,20 @@ def _lookup(leader: Partition, part: dict) -> dict[str, Any]:
     return {} if found is None else {"offset": found[0], "timestamp": found[1]}
 
 
-HANDLER = Handler(ApiKey.LIST_OFFSETS, 1, 5, handle)
+def _offsets_before(leader: Partition, part: dict) -> dict[str, Any]:
+    """Version 0: up to max_num_offsets offsets, newest first (see the module docstring)."""
+    log = leader.log
+    timestamp, high_watermark = part["timestamp"], log.high_watermark
+    if timestamp == EARLIEST:
+        offsets = [log.log_start_offset]
+    else:
+        limit = high_watermark
+        if timestamp != LATEST:
+            found = log.offset_for_timestamp(timestamp)
+            limit = high_watermark if found is None else found[0]
+        bases = [b for b in log.segment_base_offsets() if log.log_start_offset <= b <= limit]
+        offsets = sorted({limit, *bases} if timestamp == LATEST or limit == high_watermark else set(bases), reverse=True)
+    return {"old_style_offsets": offsets[:max(part.get("max_num_offsets", 1), 0)]}
+
+
+HANDLER = Handler(ApiKey.LIST_OFFSETS, 0, 5, handle)

@@ -3,6 +3,9 @@
 Kafka's checks, in its order: a group that only stores offsets (generation -1, no members)
 may commit freely; otherwise the member must be known (UNKNOWN_MEMBER_ID), of the current
 generation (ILLEGAL_GENERATION) and not in the middle of a sync (REBALANCE_IN_PROGRESS).
+
+Version 0 is Kafka 0.8.1's commit, which any broker wrote straight to ZooKeeper, outside any
+group: it is served by every broker, without group checks, into the same store.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.group_common import coordinator_error
+from broker.server.handlers.group_common import coordinator_error, zookeeper_commit_error
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -38,8 +41,10 @@ def _response(topics: list[dict], code_of: Any) -> dict:
     }
 
 
-def _group_error(broker: Broker, request: dict) -> int | None:
+def _group_error(broker: Broker, request: dict, version: int) -> int | None:
     group_id = request["group_id"]
+    if version == 0:
+        return zookeeper_commit_error(broker, group_id)
     error = coordinator_error(broker, group_id)
     if error is not None:
         return error
@@ -54,7 +59,7 @@ def _group_error(broker: Broker, request: dict) -> int | None:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request["topics"]
-    error = _group_error(broker, request)
+    error = _group_error(broker, request, header.api_version)
     if error is not None:
         return _response(topics, lambda tp: error)
     group_id = request["group_id"]
@@ -80,4 +85,4 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     return d.addCallback(answer)
 
 
-HANDLER = Handler(ApiKey.OFFSET_COMMIT, 2, 7, handle)
+HANDLER = Handler(ApiKey.OFFSET_COMMIT, 0, 7, handle)

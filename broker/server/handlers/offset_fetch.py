@@ -2,6 +2,7 @@
 
 Read through to ZooKeeper each time, so offsets a ZooKeeper consumer of the same group wrote
 are seen at once. A null topic list (v2+) means every partition the group has committed.
+Version 0 (Kafka 0.8.1: offsets in ZooKeeper) is answered by any broker.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.group_common import coordinator_error
+from broker.server.handlers.group_common import coordinator_error, zookeeper_commit_error
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -48,7 +49,8 @@ def _read(broker: Broker, group_id: str, topics: list[dict] | None) -> dict:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request.get("topics")
-    error = coordinator_error(broker, request["group_id"])
+    group_id = request["group_id"]
+    error = zookeeper_commit_error(broker, group_id) if header.api_version == 0 else coordinator_error(broker, group_id)
     if error is not None:
         return _failed(topics, error)
     d = threads.deferToThread(_read, broker, request["group_id"], topics)
@@ -67,4 +69,4 @@ def _failed(topics: list[dict] | None, error: int) -> dict:
     }
 
 
-HANDLER = Handler(ApiKey.OFFSET_FETCH, 1, 5, handle)
+HANDLER = Handler(ApiKey.OFFSET_FETCH, 0, 5, handle)

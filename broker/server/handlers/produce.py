@@ -1,21 +1,23 @@
 """Produce: hand each partition's batch to the replica layer, which appends it as the leader.
 
-Batches are checked (size, magic, CRC, count) and stamped with offsets, never parsed or
-recompressed. A bad batch fails only its own partition and writes nothing of it.
+Batches are checked (size, magic, CRC, count) and validated as Kafka's LogValidator does
+(broker.storage.validator), never recompressed. A bad batch fails only its own partition and
+writes nothing of it.
 
-Versions 0-2 carry legacy message sets, which the log does not store; they are advertised
-anyway because librdkafka enables a compression codec only when the broker's Produce range
-reaches down to the version that introduced it (v0 for gzip, snappy and lz4), and they are
-answered with UNSUPPORTED_FOR_MESSAGE_FORMAT per partition.
+Versions 0-2 carry legacy message sets (magic 0 for v0-1, 1 for v2); each partition's set is
+converted up to one record batch v2 (``legacy.up_convert``) before the append, as Kafka does
+for a log in the v2 format, and counted in the conversion metrics.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
-from broker.protocol.errors import ErrorCode
+from broker.protocol.errors import KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.protocol.records.legacy import up_convert
 from broker.server.dispatch import NO_RESPONSE, Handler
 from broker.server.replica_manager import AppendOutcome
 
@@ -29,31 +31,53 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     entries = [
         (topic["name"], part["index"], part["records"]) for topic in request["topic_data"] for part in topic["partition_data"]
     ]
+    refused: dict[int, AppendOutcome] = {}
     if header.api_version < FIRST_RECORD_BATCH_VERSION:
-        if request["acks"] == 0:
-            return NO_RESPONSE
-        return _response(request, [AppendOutcome(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT)] * len(entries), legacy=True)
-    d = broker.replicas.append_records(request["acks"], request["timeout_ms"], entries)
+        entries = _up_converted(broker, entries, refused)
+    d = broker.replicas.append_records(request["acks"], request["timeout_ms"], [e for e in entries if e is not None])
     if request["acks"] == 0:
         return NO_RESPONSE
+    if refused:
+        d.addCallback(_merged, refused, len(entries))
     return d.addCallback(lambda outcomes: _response(request, outcomes))
 
 
-def _response(request: dict, outcomes: list[AppendOutcome], legacy: bool = False) -> dict:
-    """The response: one entry per partition of the request, in its order."""
+def _up_converted(broker: Broker, entries: list, refused: dict[int, AppendOutcome]) -> list:
+    """Each partition's legacy message set as one v2 batch; a set that does not convert is
+    answered with its error (kept in ``refused`` by position) and left out (None)."""
+    converted: list = []
+    for i, (topic, partition, records) in enumerate(entries):
+        started = time.perf_counter()
+        try:
+            batch, count = up_convert(records or b"")
+        except KafkaError as exc:
+            refused[i] = AppendOutcome(exc.code)
+            converted.append(None)
+            continue
+        broker.metrics.converted(topic, count, time.perf_counter() - started, produce=True)
+        converted.append((topic, partition, batch))
+    return converted
+
+
+def _merged(outcomes: list[AppendOutcome], refused: dict[int, AppendOutcome], total: int) -> list[AppendOutcome]:
+    appended = iter(outcomes)
+    return [refused[i] if i in refused else next(appended) for i in range(total)]
+
+
+def _response(request: dict, outcomes: list[AppendOutcome]) -> dict:
+    """The response: one entry per partition of the request, in its order (the schema leaves
+    out what an old version lacks)."""
     answers = iter(outcomes)
     responses = []
     for topic in request["topic_data"]:
         parts = []
         for part in topic["partition_data"]:
             outcome = next(answers)
-            answer = {"index": part["index"], "error_code": outcome.error_code, "base_offset": outcome.base_offset}
-            if not legacy:
-                answer["log_append_time_ms"] = outcome.log_append_time_ms
-                answer["log_start_offset"] = outcome.log_start_offset
-            parts.append(answer)
+            parts.append({"index": part["index"], "error_code": outcome.error_code, "base_offset": outcome.base_offset,
+                          "log_append_time_ms": outcome.log_append_time_ms, "log_start_offset": outcome.log_start_offset})
         responses.append({"name": topic["name"], "partition_responses": parts})
     return {"responses": responses, "throttle_time_ms": 0}
 
 
 HANDLER = Handler(ApiKey.PRODUCE, 0, 7, handle)
+

@@ -26,7 +26,7 @@ def test_an_unknown_api_key_closes_the_connection() -> None:
 
 def test_an_unserved_version_of_an_api_closes_the_connection() -> None:
     connection, transport = connect(unstarted_broker())
-    connection.dataReceived(_raw(ApiKey.FETCH, 3, 1))  # Fetch is served from v4
+    connection.dataReceived(_raw(ApiKey.FETCH, 12, 1))  # Fetch is served up to v11
     assert transport.disconnecting and transport.value() == b""
 
 

@@ -1,0 +1,223 @@
+"""Kafka's LogValidator for a produce append: every v2 batch's records are walked once, without
+per-record objects, before anything is written.
+
+Per batch (as Kafka's ``LogValidator`` does for a client's batch): the records must fill the
+batch exactly, their count agree with the header, their offset deltas run 0..n-1; every
+timestamp must lie within ``message.timestamp.difference.max.ms`` of the broker's clock
+(CreateTime topics); a producer may not claim LogAppendTime; a compacted topic refuses
+records without a key. The batch's ``maxTimestamp`` is then the records' own (Kafka never
+trusts the header): only that field and the CRC are rewritten, and only when they differ.
+Compressed batches are decompressed for the walk, as Kafka does; their bytes are kept.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, cast
+
+from broker.protocol.errors import InvalidRecordError, InvalidTimestampError, ProtocolDecodeError
+from broker.protocol.records.layout import BatchHeader, set_max_timestamp
+from broker.protocol.records.unrolled import read_record_head
+from broker.protocol.records.walker import records_of
+from broker.protocol.types import decode_varint
+from broker.storage.config import LogConfig
+
+try:  # numpy (the pipelines/mirror extras) makes the walk a few array operations per batch
+    import numpy as np
+
+    from broker.protocol.records.arrays import record_begins, record_spans, zigzag_size, zigzag_varints
+except ImportError:  # pragma: no cover - a broker host without the extras walks in Python
+    np = None  # type: ignore[assignment]
+
+#: below this many records a batch is walked in Python (numpy's per-call cost would dominate)
+ARRAY_WALK_MIN_RECORDS = 32
+#: the least bytes of a v2 record after its length: attributes, timestamp and offset deltas,
+#: key length, value length, header count
+MIN_RECORD_BODY = 6
+
+#: Kafka's default for message.timestamp.difference.max.ms: no bound.
+NO_BOUND = (1 << 63) - 1
+
+
+class TimestampPolicy(NamedTuple):
+    """What the topic's config says about the records of an append (see ``policy_of``)."""
+
+    log_append_time: bool
+    before_max_ms: int
+    after_max_ms: int
+    compacted: bool
+
+
+def policy_of(config: LogConfig) -> TimestampPolicy:
+    """The validation rules of a log's config: message.timestamp.type, the timestamp bounds
+    (message.timestamp.difference.max.ms, or Kafka's newer before/after keys), cleanup.policy."""
+    other = config.other
+    diff = int(other.get("message.timestamp.difference.max.ms", NO_BOUND))
+    before = int(other.get("message.timestamp.before.max.ms", diff))
+    after = int(other.get("message.timestamp.after.max.ms", diff))
+    return TimestampPolicy(config.log_append_time, before, after, "compact" in config.cleanup_policy.split(","))
+
+
+def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,
+                        need_keys: bool) -> tuple[int, int]:
+    """(least, greatest) timestamp delta of the batch's records in ``buf[pos:end]``, after the
+    checks of ``walk_records``; with numpy as arrays, otherwise in Python."""
+    if np is None or header.records_count < ARRAY_WALK_MIN_RECORDS:
+        return walk_records(buf, pos, end, header, need_keys)
+    try:
+        return _walk_arrays(buf, pos, end, header, need_keys)
+    except IndexError:
+        raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} are truncated") from None
+
+
+def _walk_arrays(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader, need_keys: bool) -> tuple[int, int]:
+    """``walk_records`` as array operations. Records of one size but for their offset delta's
+    width (common: one schema, one producer) are located by arithmetic and confirmed by
+    comparing their length bytes with the expected ones; others are found one length varint
+    at a time in Python."""
+    n = header.records_count
+    u8 = np.frombuffer(buf, np.uint8)
+    first_length, _ = decode_varint(buf, pos, end)
+    layout = _uniform_layout(n, first_length) if first_length >= MIN_RECORD_BODY else None
+    if layout is not None and layout.total == end - pos and _matches(u8, pos + layout.begins, layout.length_bytes):
+        bodies = pos + layout.bodies
+    else:
+        bodies = _record_bodies(u8, buf, pos, end, header)
+    b = u8[bodies + 1]
+    if int(b.max()) < 0x80:  # every timestamp delta fits one byte
+        raw = b.astype(np.int64)
+        deltas, at = (raw >> 1) ^ -(raw & 1), bodies + 2
+    else:
+        deltas, size = zigzag_varints(u8, bodies + 1)
+        at = bodies + 1 + size
+    offsets = _offset_layout(n)
+    if offsets.delta_bytes is None or not _matches(u8, at, offsets.delta_bytes):
+        found, _ = zigzag_varints(u8, at, 5)
+        bad = np.nonzero(found != np.arange(n))[0]
+        if len(bad):
+            raise InvalidRecordError(f"record {int(bad[0])} of the batch at offset {header.base_offset} has offset "
+                                     f"delta {int(found[bad[0]])}")
+    if need_keys and (u8[at + offsets.widths] == 1).any():  # key length -1
+        raise InvalidRecordError("Compacted topic cannot accept message without key")
+    return int(deltas.min()), int(deltas.max())
+
+
+def _record_bodies(u8: np.ndarray, buf: bytes | bytearray, pos: int, end: int, header: BatchHeader) -> np.ndarray:
+    """Where each record's body (after its length) starts, found one length at a time; the
+    records must fill the batch exactly."""
+    n = header.records_count
+    begins = np.array(record_begins(buf, pos, end, n), np.int64)
+    try:
+        bodies, ends = record_spans(u8, begins, np.array([end], np.int64), np.array([n], np.int64))
+    except InvalidRecordError:
+        raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} do not fill it "
+                                 f"as its {n} records") from None
+    if int((ends - bodies).min()) < MIN_RECORD_BODY:
+        raise InvalidRecordError(f"a record of the batch at offset {header.base_offset} is too short")
+    return bodies
+
+
+class _Encoded(NamedTuple):
+    """Non-negative values as zigzag varints of one or two bytes: first bytes, second bytes,
+    and which values take two."""
+
+    first: np.ndarray
+    second: np.ndarray
+    two: np.ndarray
+
+
+def _encoded(values: np.ndarray) -> _Encoded | None:
+    raw = values * 2
+    if len(raw) and int(raw.max()) >= 1 << 14:
+        return None
+    two = raw >= 0x80
+    return _Encoded(np.where(two, (raw & 0x7F) | 0x80, raw).astype(np.uint8), (raw >> 7).astype(np.uint8), two)
+
+
+def _matches(u8: np.ndarray, at: np.ndarray, expected: _Encoded) -> bool:
+    """Whether the varints at ``at`` are exactly ``expected``."""
+    if not np.array_equal(u8[at], expected.first):
+        return False
+    two = expected.two
+    return not two.any() or bool(np.array_equal(u8[at[two] + 1], expected.second[two]))
+
+
+class _OffsetLayout(NamedTuple):
+    widths: np.ndarray  # bytes of each offset delta 0..n-1
+    delta_bytes: _Encoded | None
+
+
+class _UniformLayout(NamedTuple):
+    begins: np.ndarray  # relative to the first record
+    bodies: np.ndarray
+    length_bytes: _Encoded
+    total: int
+
+
+@functools.lru_cache(maxsize=64)
+def _offset_layout(n: int) -> _OffsetLayout:
+    deltas = np.arange(n, dtype=np.int64)
+    return _OffsetLayout(zigzag_size(deltas), _encoded(deltas))
+
+
+@functools.lru_cache(maxsize=256)
+def _uniform_layout(n: int, first_length: int) -> _UniformLayout | None:
+    """Where ``n`` records sit if each is the first one's size but for its offset delta's width."""
+    lengths = first_length - 1 + _offset_layout(n).widths
+    length_bytes = _encoded(lengths)
+    if length_bytes is None:
+        return None
+    sizes = lengths + zigzag_size(lengths)
+    begins = np.cumsum(sizes) - sizes
+    return _UniformLayout(begins, begins + sizes - lengths, length_bytes, int(sizes.sum()))
+
+
+def walk_records(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,
+                 need_keys: bool) -> tuple[int, int]:
+    """(least, greatest) timestamp delta of the batch's records in ``buf[pos:end]``.
+
+    Checks that exactly ``records_count`` records fill the span, their offset deltas run
+    0..n-1 and (``need_keys``) that each has a key; raises InvalidRecordError otherwise. Each
+    record's framing is read by ``unrolled.read_record_head``."""
+    lo = hi = 0
+    try:
+        for i in range(header.records_count):
+            _, rec_end, delta, _, offset_delta, key_at = read_record_head(buf, pos, end, header.base_offset)
+            if delta > hi:
+                hi = delta
+            elif delta < lo:
+                lo = delta
+            if offset_delta != i:
+                raise InvalidRecordError(f"record {i} of the batch at offset {header.base_offset} has offset delta "
+                                         f"{offset_delta}")
+            if need_keys and buf[key_at] == 1:  # key length -1
+                raise InvalidRecordError("Compacted topic cannot accept message without key")
+            pos = rec_end
+    except (IndexError, ProtocolDecodeError):
+        raise InvalidRecordError(f"the records of the batch at offset {header.base_offset} are truncated") from None
+    if pos != end:
+        raise InvalidRecordError(f"the batch at offset {header.base_offset} holds more than its "
+                                 f"{header.records_count} records")
+    return lo, hi
+
+
+def validate_batch(buf: bytearray | memoryview, pos: int, header: BatchHeader, policy: TimestampPolicy, now_ms: int) -> int:
+    """Check one producer's v2 batch at ``buf[pos]`` (whose header and CRC are checked) and
+    set its maxTimestamp from its records; returns that max timestamp.
+
+    Raises InvalidRecordError or InvalidTimestampError; nothing is changed then."""
+    if header.log_append:
+        raise InvalidTimestampError("Producer should not set the timestamp type to LogAppendTime")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordError(f"batch at offset {header.base_offset} has a producer id and no sequence number")
+    records, start, end = records_of(cast(bytearray, buf), pos, header)  # a memoryview reads alike
+    lo, hi = records_span_deltas(records, start, end, header, policy.compacted)
+    max_ts = header.base_timestamp + hi
+    if not policy.log_append_time and header.base_timestamp >= 0:
+        if now_ms - (header.base_timestamp + lo) > policy.before_max_ms or max_ts - now_ms > policy.after_max_ms:
+            raise InvalidTimestampError(
+                f"timestamps {header.base_timestamp + lo}..{max_ts} of the batch are out of range: more than "
+                f"{policy.before_max_ms} ms before or {policy.after_max_ms} ms after the broker's time {now_ms}")
+    if max_ts != header.max_timestamp and not policy.log_append_time:
+        set_max_timestamp(buf, pos, header.size, max_ts)
+    return max_ts

@@ -1,0 +1,153 @@
+"""Kafka's LogValidator on the produce append (broker.storage.validator): counts, offset
+deltas, timestamps, keys on compacted topics, the batch's max timestamp set from its records."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.protocol.errors import InvalidRecordError, InvalidTimestampError
+from broker.protocol.records import encode_batch
+from broker.protocol.records import layout as L
+from broker.protocol.records.codec import encode_record
+from broker.storage import LogConfig
+from broker.storage import validator as V
+from tests.storage.batches import build_batch
+from tests.storage.helpers import FakeClock, open_log, read_from
+
+NOW = 1_000_000
+
+
+def _with_max_ts(batch: bytearray, max_ts: int) -> bytearray:
+    """The batch as a client that writes ``max_ts`` into the header would send it (CRC resealed)."""
+    L.set_max_timestamp(batch, 0, len(batch), max_ts)
+    return batch
+
+
+def _crafted(records: bytes, count: int, last_offset_delta: int | None = None) -> bytearray:
+    """A batch whose header says ``count`` records whatever ``records`` holds."""
+    tail = L.TAIL.pack(0, count - 1 if last_offset_delta is None else last_offset_delta, NOW, NOW, -1, -1, -1, count)
+    body = tail + records
+    crc = L.crc32c.crc32c(body)
+    return bytearray(L.HEAD.pack(0, L.MIN_BATCH_LENGTH + len(records), -1, 2, crc) + body)
+
+
+@pytest.mark.parametrize("count", [1, 5, 40, 300, 9000])  # the Python walk and the array walk
+@pytest.mark.parametrize("compression", [0, 3])
+def test_max_timestamp_comes_from_the_records(tmp_path, count: int, compression: int) -> None:
+    stamps = [NOW - 500 + (i * 7919) % 1000 for i in range(count)]
+    batch = bytearray(encode_batch([(None, b"v%d" % i, None, ts) for i, ts in enumerate(stamps)], compression=compression))
+    sent = _with_max_ts(batch, -1)
+    before = bytes(sent)
+    log = open_log(tmp_path / "t-0", FakeClock(NOW))
+    log.append(sent)
+    header = L.read_header(sent)
+    assert header.max_timestamp == max(stamps)
+    assert L.check_batch(sent).crc == header.crc  # resealed
+    # only maxTimestamp and the CRC changed (baseOffset and leader epoch are stamped by the log)
+    changed = [i for i in range(len(before)) if before[i] != sent[i]]
+    assert all(L.MAX_TIMESTAMP_POS <= i < L.MAX_TIMESTAMP_POS + 8 or L.CRC_POS <= i < L.CRC_POS + 4 for i in changed)
+    target = sorted(stamps)[len(stamps) // 2]
+    assert log.offset_for_timestamp(target)[1] >= target
+
+
+def test_a_correct_batch_is_not_rewritten() -> None:
+    batch = build_batch([b"a", b"b"], timestamps=[NOW, NOW + 3])
+    before = bytes(batch)
+    assert V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW) == NOW + 3
+    assert bytes(batch) == before
+
+
+@pytest.mark.parametrize("count", [2, 64])
+def test_count_disagreeing_with_the_records_is_refused(count: int) -> None:
+    records = b"".join(encode_record(i, 0, None, b"x", ()) for i in range(count))
+    for batch in (_crafted(records, count + 1), _crafted(records, count - 1)):
+        with pytest.raises(InvalidRecordError):
+            V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW)
+
+
+@pytest.mark.parametrize("count", [3, 64])
+def test_offset_deltas_must_run_from_zero(count: int) -> None:
+    records = b"".join(encode_record(i + (i == count - 1), 0, None, b"x", ()) for i in range(count))
+    batch = _crafted(records, count)
+    with pytest.raises(InvalidRecordError, match="offset delta"):
+        V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW)
+
+
+@pytest.mark.parametrize("key", ["message.timestamp.difference.max.ms", "message.timestamp.before.max.ms"])
+def test_timestamps_out_of_bounds_append_nothing(tmp_path, key: str) -> None:
+    log = open_log(tmp_path / "t-0", FakeClock(NOW))
+    log.update_config(LogConfig().with_overrides({key: "1000"}))
+    log.append(build_batch([b"ok"], timestamps=[NOW - 999]))
+    with pytest.raises(InvalidTimestampError):
+        log.append(build_batch([b"fine", b"too old"], timestamps=[NOW, NOW - 1001]))
+    assert read_from(log, 0) == [(0, b"ok")]
+
+
+def test_timestamps_too_far_ahead_are_refused() -> None:
+    policy = V.policy_of(LogConfig().with_overrides({"message.timestamp.difference.max.ms": "1000"}))
+    batch = build_batch([b"a"] * 40, timestamps=[NOW + i * 30 for i in range(40)])
+    with pytest.raises(InvalidTimestampError):
+        V.validate_batch(batch, 0, L.read_header(batch), policy, NOW)
+
+
+def test_log_append_time_topics_ignore_bounds_and_stamp_now(tmp_path) -> None:
+    log = open_log(tmp_path / "t-0", FakeClock(NOW), message_timestamp_type="LogAppendTime")
+    log.update_config(LogConfig(message_timestamp_type="LogAppendTime").with_overrides(
+        {"message.timestamp.difference.max.ms": "10"}))
+    result = log.append(build_batch([b"old"], timestamps=[5]))
+    assert result.log_append_time == NOW
+    assert log.offset_for_timestamp(NOW) == (0, NOW)
+
+
+def test_a_producer_may_not_claim_log_append_time() -> None:
+    batch = build_batch([b"a"], timestamps=[NOW], attributes=L.TIMESTAMP_TYPE_MASK)
+    with pytest.raises(InvalidTimestampError):
+        V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW)
+
+
+@pytest.mark.parametrize("count", [3, 100])
+def test_compacted_topics_refuse_keyless_records_whole_batch(tmp_path, count: int) -> None:
+    log = open_log(tmp_path / "t-0", FakeClock(NOW), cleanup_policy="compact,delete")
+    keys: list[bytes | None] = [b"k%d" % i for i in range(count)]
+    log.append(build_batch([b"v"] * count, timestamps=[NOW] * count, keys=keys))
+    keys[count // 2] = None
+    with pytest.raises(InvalidRecordError, match="without key"):
+        log.append(build_batch([b"v"] * count, timestamps=[NOW] * count, keys=keys))
+    assert log.log_end_offset == count
+
+
+def test_the_python_and_array_walks_agree() -> None:
+    if V.np is None:
+        pytest.skip("numpy is not installed")
+    sizes = [1, 70, 200, 9000]
+    batch = bytes(encode_batch([(b"k" if i % 3 else None, b"x" * sizes[i % 4], [("h", b"1")] if i % 5 == 0 else None,
+                                 NOW + (i * 37) % 20_000 - 10_000) for i in range(120)]))
+    header = L.read_header(batch)
+    assert V.walk_records(batch, L.HEADER_SIZE, len(batch), header, False) == \
+        V._walk_arrays(batch, L.HEADER_SIZE, len(batch), header, False)
+    for walk in (V.walk_records, V._walk_arrays):
+        with pytest.raises(InvalidRecordError, match="without key"):
+            walk(batch, L.HEADER_SIZE, len(batch), header, True)
+
+
+def test_uniform_batches_take_the_arithmetic_path_and_are_still_checked() -> None:
+    """Records alike but for their offset delta are located by arithmetic; a swapped offset
+    delta, a keyless record on a compacted topic or a wrong count are still caught there."""
+    if V.np is None:
+        pytest.skip("numpy is not installed")
+    n = 200
+    swapped = [i for i in range(n)]
+    swapped[100], swapped[101] = 101, 100
+    records = b"".join(encode_record(d, 3, None, b"x" * 100, ()) for d in swapped)
+    batch = _crafted(records, n)
+    assert V._uniform_layout(n, 107) is not None
+    with pytest.raises(InvalidRecordError, match="record 100 .* offset delta 101"):
+        V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW)
+    plain = bytearray(encode_batch([(None, b"x" * 100, None, NOW)] * n))
+    compacted = V.policy_of(LogConfig(cleanup_policy="compact"))
+    with pytest.raises(InvalidRecordError, match="without key"):
+        V.validate_batch(plain, 0, L.read_header(plain), compacted, NOW)
+    assert V.validate_batch(plain, 0, L.read_header(plain), V.policy_of(LogConfig()), NOW) == NOW
+    short = _crafted(b"".join(encode_record(i, 0, None, b"x" * 100, ()) for i in range(n - 1)), n)
+    with pytest.raises(InvalidRecordError):
+        V.validate_batch(short, 0, L.read_header(short), V.policy_of(LogConfig()), NOW)
