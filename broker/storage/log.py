@@ -576,6 +576,17 @@ class PartitionLog:
                                    self.config.max_compaction_lag_ms)
             return urgent or rng.dirty_ratio >= self.config.min_cleanable_dirty_ratio, rng.dirty_ratio
 
+    def first_dirty_timestamp(self, first_dirty: int) -> int:
+        """Timestamp of the first batch at or after ``first_dirty`` in an inactive segment, -1 if none
+        (the cleaner lag is measured from it)."""
+        with self._lock:
+            i = max(0, bisect_right(self._bases, first_dirty) - 1)
+            for seg in self._segments[i:-1]:
+                found = seg.translate_offset(first_dirty)
+                if found is not None:
+                    return found[1].max_timestamp
+            return -1
+
     def clean_task(self, first_dirty: int, now_ms: int | None = None) -> CleanTask:
         """What a cleaner pass needs, taken under the lock; the pass itself runs without it."""
         with self._lock:
