@@ -196,3 +196,32 @@ def test_a_kill_at_any_step_of_a_swap_leaves_old_or_new_segments(tmp_path: Path,
     assert set(recovered.segment_base_offsets()) <= set(bases)
     run_pass(recovered)  # and it cleans on afterwards
     assert latest(records(recovered)) == latest(before)
+
+
+def test_the_inlined_record_walk_matches_the_reference_codec() -> None:
+    """cleaner._keys against broker.protocol.records.read_records: every length of key, value,
+    offset delta and headers (varints of one to three bytes), null keys and values."""
+    import hashlib
+    import random
+
+    from broker.protocol.records import encode_batch, read_records
+    from broker.protocol.records.walker import records_of
+
+    rng = random.Random(21)
+    for _ in range(40):
+        n = rng.randint(1, 300)
+        items = []
+        for _ in range(n):
+            key = None if rng.random() < 0.1 else bytes(rng.randrange(256) for _ in range(rng.choice((0, 5, 16, 17, 70))))
+            value = None if rng.random() < 0.2 else b"v" * rng.choice((0, 10, 100, 9000))
+            headers = [("h", b"x" * rng.choice((1, 200)))] if rng.random() < 0.2 else []
+            items.append((key, value, headers, 1000 + rng.randrange(10**7)))
+        data = encode_batch(items, base_offset=rng.randrange(10**9), compression=rng.choice((0, 1)))
+        header = next(iter(decode_batches(data))).header
+        payload, start, end = records_of(data, 0, header)  # type: ignore[arg-type]
+        reference = read_records(payload, start, end, header)  # type: ignore[arg-type]
+        walked = cleaner._keys(payload, start, end, header)  # type: ignore[arg-type]
+        assert [w[2] for w in walked] == [r.offset for r in reference]
+        assert [w[4] for w in walked] == [r.value is None for r in reference]
+        for w, r in zip(walked, reference):
+            assert w[3] == (None if r.key is None else r.key if len(r.key) <= 16 else hashlib.md5(r.key).digest())
