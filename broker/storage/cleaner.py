@@ -245,6 +245,7 @@ class CleanTask:
     segment_bytes: int
     delete_retention_ms: int
     now_ms: int
+    generation: int  # the log's truncation count when the task was made: a swap after a truncation is refused
 
 
 def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanStats) -> int:
@@ -358,7 +359,7 @@ def _write_all(fd: int, data: bytes) -> int:
     return len(data)
 
 
-def clean(task: CleanTask, offset_map: OffsetMap, swap: Callable[[list[LogSegment], str], bool],
+def clean(task: CleanTask, offset_map: OffsetMap, swap: Callable[[list[LogSegment], str, int], bool],
           stats: CleanStats | None = None) -> CleanStats:
     """One pass: map the dirty part, then rewrite each group of segments and hand it to ``swap``
     (the log's ``replace_segments``), which returns False if the log changed meanwhile."""
@@ -373,7 +374,7 @@ def clean(task: CleanTask, offset_map: OffsetMap, swap: Callable[[list[LogSegmen
         swap_path = cleaned[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX
         os.rename(cleaned, swap_path)
         fsync_dir(task.directory)
-        if not swap(group, swap_path):
+        if not swap(group, swap_path, task.generation):
             _unlink(swap_path)
             stats.aborted = "the log changed during cleaning"
             break

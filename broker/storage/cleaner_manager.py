@@ -101,6 +101,8 @@ class LogCleanerManager:
             task = plog.clean_task(self.first_dirty(plog), self._time_ms())
             stats = clean(task, offset_map, plog.replace_segments)
         except (OSError, KafkaError) as exc:
+            if plog.closed:  # deleted or shut down under the cleaner: nothing is wrong with it
+                return None
             log.error("cleaning %s failed; it is left alone until restart: %s", plog.name, exc)
             with self._lock:
                 self._uncleanable.add(key)

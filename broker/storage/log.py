@@ -593,14 +593,18 @@ class PartitionLog:
             now = self._time_ms() if now_ms is None else now_ms
             rng = self.cleanable(first_dirty, now)
             n = len(rng.segments)
+            for seg in rng.segments:
+                seg.largest_timestamp()  # loads the indexes here, not concurrently in the cleaner's thread
             return CleanTask(self.dir, rng.segments, self._bases[1 : n + 1], rng.first_dirty, rng.end,
-                             list(self._segments), self.config.segment_bytes, self.config.delete_retention_ms, now)
+                             list(self._segments), self.config.segment_bytes, self.config.delete_retention_ms, now,
+                             self._generation)
 
-    def replace_segments(self, old: list[LogSegment], swap_path: str) -> bool:
+    def replace_segments(self, old: list[LogSegment], swap_path: str, generation: int) -> bool:
         """Swap a cleaned ``.swap`` file in for the consecutive inactive segments ``old``;
-        False (nothing changed) if they are no longer all in the log (retention, truncation)."""
+        False (nothing changed) if they are no longer all in the log (retention) or the log
+        was truncated since ``generation`` (CleanTask.generation)."""
         with self._lock:
-            if self._closed or not old:
+            if self._closed or not old or generation != self._generation:
                 return False
             try:
                 i = next(k for k, seg in enumerate(self._segments) if seg is old[0])

@@ -225,3 +225,18 @@ def test_the_inlined_record_walk_matches_the_reference_codec() -> None:
         assert [w[4] for w in walked] == [r.value is None for r in reference]
         for w, r in zip(walked, reference):
             assert w[3] == (None if r.key is None else r.key if len(r.key) <= 16 else hashlib.md5(r.key).digest())
+
+
+def test_a_truncation_under_the_cleaner_refuses_its_swap(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", **COMPACT)
+    produce(log, updates(100, 20))
+    log.roll()
+    task = log.clean_task(0)
+    log.truncate_to(1500)  # a follower's truncation while the pass is under way
+    produce(log, updates(100, 5))
+    log.roll()
+    before = records(log)
+    stats = clean(task, OffsetMap(1 << 20), log.replace_segments)
+    assert stats.aborted and stats.segments_cleaned == 0
+    assert records(log) == before
+    assert not [n for n in os.listdir(log.dir) if n.endswith((".cleaned", ".swap", ".deleted"))]
