@@ -9,9 +9,10 @@ key written 1/live times), cleaned in this process by broker.storage.cleaner (on
 MB/s is log bytes read per second of the pass (the key map and the rewrite).
 
 ``produce``: one broker (log.cleaner.threads=1); a compacted topic is filled with the cleaner
-off, the broker restarted with it on; librdkafka then produces to another topic throughout,
-and the rate is compared between windows where a cleaner pass is running (a ``.cleaned``
-file exists in the compacted log) and windows where none is. Same run, same broker.
+off, the broker restarted with it on (first pass after ``--delay-ms``); librdkafka then
+produces to another topic throughout, and the acked rate is compared between 0.25 s windows
+where a cleaner pass is writing (a ``.cleaned`` file exists in the compacted log) and windows
+where none is. Same run, same broker process.
 """
 
 from __future__ import annotations
@@ -66,37 +67,51 @@ def throughput(args: argparse.Namespace) -> dict:
 def produce_during_cleaning(args: argparse.Namespace) -> dict:
     from confluent_kafka import Producer
 
-    from broker.cluster.local_cluster import LocalCluster
+    from broker.client.admin import AdminClient
+    from broker.cluster.embedded_zk import EmbeddedZooKeeper
+    from broker.cluster.local import BrokerProcess
+    from broker.cluster.net import free_port
 
     with tempfile.TemporaryDirectory(prefix="logbus-cleaner-bench-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster", progress=lambda m: print(f"[cluster] {m}", file=sys.stderr))
-        cluster.up(1, overrides={"log.cleaner.enable": "false"})
+        zk = EmbeddedZooKeeper(Path(tmp) / "zk")
+        zk.start()
+        props = {"broker.id": "1", "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}", "log.dirs": f"{tmp}/data",
+                 "zookeeper.connect": zk.connect_string}
+        broker = BrokerProcess(props, Path(tmp) / "broker", {"log.cleaner.enable": "false"})
         try:
-            bootstrap = cluster.bootstrap_servers
-            from broker.client.admin import AdminClient
-            with AdminClient(bootstrap) as admin:
+            broker.start()
+            with AdminClient(broker.bootstrap) as admin:
                 admin.create_topic("compacted", 1, 1, {"cleanup.policy": "compact", "segment.bytes": str(32 << 20)})
                 admin.create_topic("plain", 4, 1, {})
-            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1 << 20})
+            producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
             total = args.mb * 1_000_000 // 120
             keys = max(1, total // 10)
             for n in range(total):
-                producer.produce("compacted", key=b"key-%09d" % (n % keys), value=VALUE, partition=0)
+                while True:
+                    try:
+                        producer.produce("compacted", key=b"key-%09d" % (n % keys), value=VALUE, partition=0)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
                 if n % 10000 == 0:
                     producer.poll(0)
             producer.flush(120)
-            broker = cluster.brokers[0]
             broker.stop()
-            broker.overrides.update({"log.cleaner.enable": "true", "log.cleaner.backoff.ms": str(args.delay_ms)})
+            restarted = BrokerProcess(props, Path(tmp) / "broker",
+                                      {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": str(args.delay_ms)})
+            broker = restarted
             broker.start()
-            log_dir = next(Path(d) for d in broker.props["log.dirs"].split(",")) / "compacted-0"
-            return measure(bootstrap, log_dir, args.seconds)
+            first_wake = time.monotonic() + args.delay_ms / 1000  # the cleaner's first look (no earlier pass)
+            return measure(broker.bootstrap, Path(tmp) / "data" / "compacted-0", args.seconds, first_wake)
         finally:
-            cluster.down()
+            broker.stop()
+            zk.stop()
 
 
-def measure(bootstrap: str, log_dir: Path, seconds: float) -> dict:
-    """Produce to ``plain`` for ``seconds``; acked records per 0.25 s window, split by cleaning."""
+def measure(bootstrap: str, log_dir: Path, seconds: float, first_wake: float) -> dict:
+    """Produce to ``plain`` for ``seconds``; acked records per 0.25 s window, split by cleaning:
+    a window is "during" from the cleaner's first wake to the last moment a ``.cleaned`` file
+    was seen (the pass maps keys before it writes one), "without" before and after."""
     from confluent_kafka import Producer
     acked = [0]
 
@@ -130,14 +145,19 @@ def measure(bootstrap: str, log_dir: Path, seconds: float) -> dict:
     producer.flush(30)
     stop.set()
     sampler.join()
+    seen = [t for t, _, cleaning in samples if cleaning]
+    if not seen:
+        raise RuntimeError("no cleaner pass was seen: make --mb larger or --seconds longer")
+    last_seen = seen[-1]
     rates: dict[bool, list[float]] = {True: [], False: []}
-    for (t0, a0, c0), (t1, a1, c1) in zip(samples, samples[1:]):
-        if c0 == c1:
-            rates[c0].append((a1 - a0) / (t1 - t0))
+    for (t0, a0, _), (t1, a1, _) in zip(samples, samples[1:]):
+        during = first_wake <= t0 and t1 <= last_seen + 0.25
+        if during or t1 <= first_wake or t0 >= last_seen + 0.25:
+            rates[during].append((a1 - a0) / (t1 - t0))
     mean = {k: (sum(v) / len(v) if v else 0.0) for k, v in rates.items()}
     return {"phase": "produce", "records_per_s_without_cleaning": round(mean[False]),
             "records_per_s_during_cleaning": round(mean[True]), "windows_without": len(rates[False]),
-            "windows_during": len(rates[True]),
+            "windows_during": len(rates[True]), "cleaning_seconds": round(last_seen - first_wake, 2),
             "ratio": round(mean[True] / mean[False], 3) if mean[False] else None}
 
 
