@@ -271,6 +271,16 @@ BROKER_CONFIG = ConfigDef(
         _k("log.retention.check.interval.ms", Type.DURATION, 300000, 1),
         _k("log.cleanup.policy", Type.LIST, TOPIC_CONFIG["cleanup.policy"].default,
            validator=TOPIC_CONFIG["cleanup.policy"].validator),
+        _k("log.cleaner.enable", Type.BOOLEAN, True, doc="Runs the log cleaner (compaction of cleanup.policy=compact topics)"),
+        _k("log.cleaner.threads", Type.INT, 1, 0, doc="Threads cleaning logs at once"),
+        _k("log.cleaner.dedupe.buffer.size", Type.LONG, 128 * 1024 * 1024, 1024,
+           doc="Memory for the key maps of all cleaner threads (24 bytes per key)"),
+        _k("log.cleaner.backoff.ms", Type.DURATION, 15000, 0, doc="Sleep between cleaner checks when no log needs cleaning"),
+        _k("log.cleaner.delete.retention.ms", Type.DURATION, _topic_default("delete.retention.ms"), 0),
+        _k("log.cleaner.min.compaction.lag.ms", Type.DURATION, _topic_default("min.compaction.lag.ms"), 0),
+        _k("log.cleaner.max.compaction.lag.ms", Type.DURATION, _topic_default("max.compaction.lag.ms"), 1),
+        _k("log.cleaner.min.cleanable.ratio", Type.DOUBLE, _topic_default("min.cleanable.dirty.ratio"),
+           validator=TOPIC_CONFIG["min.cleanable.dirty.ratio"].validator),
         _k("log.flush.interval.messages", Type.LONG, _topic_default("flush.messages"), 1),
         _k("log.flush.interval.ms", Type.DURATION, None),  # None: log.flush.scheduler.interval.ms
         _k("log.flush.scheduler.interval.ms", Type.DURATION, LONG_MAX),
@@ -357,6 +367,14 @@ class BrokerConfig:
     log_retention_ms: int | None
     log_retention_bytes: int
     log_retention_check_interval_ms: int
+    log_cleaner_enable: bool
+    log_cleaner_threads: int
+    log_cleaner_dedupe_buffer_size: int
+    log_cleaner_backoff_ms: int
+    log_cleaner_delete_retention_ms: int
+    log_cleaner_min_compaction_lag_ms: int
+    log_cleaner_max_compaction_lag_ms: int
+    log_cleaner_min_cleanable_ratio: float
     log_cleanup_policy: list[str]
     log_flush_interval_messages: int
     log_flush_interval_ms: int | None

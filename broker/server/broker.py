@@ -25,12 +25,14 @@ from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
 from broker.server.handlers import ALL_HANDLERS
+from broker.server.log_cleaner import LogCleanerService
 from broker.server.metadata import BrokerEndpoint, MetadataCache
 from broker.server.metrics import BrokerMetrics, listen_metrics
 from broker.server.partition_states import ZkPartitionStates
 from broker.server.replica_fetcher import ReplicaFetcherManager
 from broker.server.replica_manager import ReplicaManager
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
+from broker.storage.cleaner_manager import LogCleanerManager
 from broker.storage.config import LogConfig
 from broker.storage.manager import LogManager
 
@@ -92,6 +94,7 @@ class Broker:
         self.endpoints: list[Listener] = []
         self._ports: list[Any] = []
         self._loops: list[LoopingCall] = []
+        self.log_cleaner: LogCleanerService | None = None  # when log.cleaner.enable
         self._stopping = False
 
     zk = StartedComponent[ZkClient]("ZooKeeper client")
@@ -176,6 +179,11 @@ class Broker:
         )
         self.controller.start()
         self._start_loops()
+        if config.log_cleaner_enable and config.log_cleaner_threads > 0:
+            manager = LogCleanerManager(logs, config.log_cleaner_threads, config.log_cleaner_dedupe_buffer_size, now_ms)
+            self.log_cleaner = LogCleanerService(self.reactor, manager, config.log_cleaner_threads,
+                                                 config.log_cleaner_backoff_ms)
+            self.log_cleaner.start()
         log.info(
             "broker {id} started in {s:.2f}s, listening on {eps}, cluster {cluster}",
             id=self.broker_id,
@@ -314,6 +322,8 @@ class Broker:
         for loop in self._loops:
             if loop.running:
                 loop.stop()
+        if self.log_cleaner is not None:
+            self.log_cleaner.stop()
         stopped: list[defer.Deferred[Any]] = [defer.maybeDeferred(port.stopListening) for port in self._ports]
         if self._coordinator is not None:
             stopped.append(self._coordinator.shutdown())  # acknowledged commits are in ZooKeeper

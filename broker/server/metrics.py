@@ -29,6 +29,7 @@ from broker.protocol.errors import InvalidRecordError
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import Tail, iter_batches
 from broker.protocol.records.layout import CURRENT_MAGIC
+from broker.storage.cleaner_manager import LogCleanerManager
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -184,6 +185,30 @@ class BrokerMetrics:
             if log is not None:
                 sizes.append(([("topic", topic), ("partition", partition)], log.size_bytes))
         out.gauge("logbus_log_size_bytes", "Bytes of each partition log on disk.", sizes)
+        if broker.log_cleaner is not None:
+            _render_cleaner(broker.log_cleaner.manager, out)
+
+
+def _render_cleaner(manager: LogCleanerManager, out: Exposition) -> None:
+    """The log cleaner's numbers: totals, and per compacted log its dirty ratio and cleaner lag."""
+    totals = manager.totals
+    out.counter("logbus_log_cleaner_bytes_read_total", "Bytes of log read by cleaner passes.", [((), totals.bytes_read)])
+    out.counter("logbus_log_cleaner_bytes_written_total", "Bytes of cleaned segments written.", [((), totals.bytes_written)])
+    out.counter("logbus_log_cleaner_records_removed_total", "Records compaction removed.", [((), totals.records_removed)])
+    out.counter("logbus_log_cleaner_passes_total", "Cleaner passes finished.", [((), totals.passes)])
+    out.counter("logbus_log_cleaner_failures_total", "Logs the cleaner gave up on (left alone until restart).",
+                [((), totals.failures)])
+    out.gauge("logbus_log_cleaner_last_run_timestamp_ms", "Wall-clock end of the last cleaner pass (-1: none yet).",
+              [((), totals.last_run_ms)])
+    out.gauge("logbus_log_cleaner_last_pass_seconds", "Duration of the last cleaner pass.", [((), totals.last_pass_seconds)])
+    ratios, lags = [], []
+    for plog, ratio, lag in manager.log_gauges():
+        labels = [("topic", plog.topic), ("partition", plog.partition)]
+        ratios.append((labels, ratio))
+        lags.append((labels, lag))
+    out.gauge("logbus_log_cleaner_dirty_ratio", "Dirty share of each compacted log's cleanable bytes.", ratios)
+    out.gauge("logbus_log_cleaner_lag_ms", "Age of the oldest uncleaned record of each compacted log "
+              "(0 when all its inactive segments are clean).", lags)
 
 
 def _api_name(api_key: int) -> str:

@@ -1,7 +1,7 @@
 """Kafka's offset checkpoint files: ``0\\n<count>\\n<topic> <partition> <offset>\\n...``.
 
-Used for recovery-point-offset-checkpoint, log-start-offset-checkpoint and
-replication-offset-checkpoint; written atomically (tmp, fsync, rename, fsync dir).
+Used for recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+replication-offset-checkpoint and cleaner-offset-checkpoint; written atomically (tmp, fsync, rename, fsync dir).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ log = logging.getLogger(__name__)
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"  # each compacted log's first dirty offset
 _VERSION = 0
 
 

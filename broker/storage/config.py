@@ -57,8 +57,14 @@ TOPIC_CONFIG = ConfigDef(
         Key("unclean.leader.election.enable", Type.BOOLEAN, False, doc="Allows a leader from outside the ISR."),
         Key("compression.type", Type.STRING, "producer", OneOf(COMPRESSION_TYPES),
             "`producer` keeps the producer's codec; the others re-compress on the broker."),
-        _unused("segment.jitter.ms"), _unused("delete.retention.ms", "no compaction"),
-        _unused("min.compaction.lag.ms"), _unused("max.compaction.lag.ms"), _unused("min.cleanable.dirty.ratio"),
+        Key("delete.retention.ms", Type.DURATION, _DAY_MS, Range(0),
+            "How long a tombstone (a null value) stays in a compacted log once its segment is that old."),
+        Key("min.compaction.lag.ms", Type.DURATION, 0, Range(0), "The least age of a record before compaction may remove it."),
+        Key("max.compaction.lag.ms", Type.DURATION, LONG_MAX, Range(1),
+            "A dirty segment older than this is compacted whatever the dirty ratio."),
+        Key("min.cleanable.dirty.ratio", Type.DOUBLE, 0.5, Range(0, 1),
+            "The share of a compacted log's cleanable bytes that must be dirty (uncompacted) before it is cleaned."),
+        _unused("segment.jitter.ms"),
         _unused("file.delete.delay.ms", "deleted segments are removed at once"), _unused("preallocate"),
         Key("message.timestamp.difference.max.ms", Type.LONG, None, Range(0),
             "CreateTime topics refuse a batch (INVALID_TIMESTAMP) with a record this far from the broker's time "
@@ -89,6 +95,10 @@ BROKER_TO_TOPIC = {
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "compression.type": "compression.type",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
 }
 
 #: Kafka key groups where the first key present wins, with the unit of each, in ms.
@@ -124,12 +134,21 @@ class LogConfig:
     min_insync_replicas: int = _default("min.insync.replicas")
     unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
     compression_type: str = _default("compression.type")
+    delete_retention_ms: int = _default("delete.retention.ms")
+    min_compaction_lag_ms: int = _default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _default("max.compaction.lag.ms")
+    min_cleanable_dirty_ratio: float = _default("min.cleanable.dirty.ratio")
     producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION.default
     other: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def compact_enabled(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy contains compact)."""
+        return "compact" in self.cleanup_policy.split(",")
 
     @property
     def delete_enabled(self) -> bool:

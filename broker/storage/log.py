@@ -30,6 +30,7 @@ from broker.protocol.errors import (
 from broker.protocol.records.layout import BatchHeader, set_base_offset, set_max_timestamp, set_partition_leader_epoch
 from broker.protocol.records.walker import Tail, iter_batches
 from broker.storage.checkpoint import fsync_dir
+from broker.storage.cleaner import CleanableRange, CleanTask, cleanable_range, complete_swaps, must_clean_by, swap_in
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
 from broker.storage.producer_state import ProducerStateManager, delete_snapshots
@@ -161,6 +162,7 @@ class PartitionLog:
               stats: LoadStats) -> None:
         config = self.config
         bases = []
+        complete_swaps(self.dir)
         names = os.listdir(self.dir)
         for name in names:
             path = os.path.join(self.dir, name)
@@ -543,6 +545,73 @@ class PartitionLog:
                     if found is not None:
                         return found if found[0] < limit else None
             return None
+
+    # -- compaction (broker.storage.cleaner) ----------------------------------------------------
+
+    def cleanable(self, first_dirty: int, now_ms: int | None = None) -> CleanableRange:
+        """The part of the log a cleaner pass may clean now, and its dirty ratio."""
+        with self._lock:
+            self._check_open()
+            now = self._time_ms() if now_ms is None else now_ms
+            return cleanable_range(self._segments, first_dirty, now, self.config.min_compaction_lag_ms,
+                                   self.high_watermark)
+
+    def needs_cleaning(self, first_dirty: int, now_ms: int | None = None) -> tuple[bool, float]:
+        """(clean now?, dirty ratio): by ``min.cleanable.dirty.ratio`` or ``max.compaction.lag.ms``."""
+        with self._lock:
+            now = self._time_ms() if now_ms is None else now_ms
+            rng = self.cleanable(first_dirty, now)
+            if not rng.dirty_bytes:
+                return False, rng.dirty_ratio
+            urgent = must_clean_by(self._segments[: len(rng.segments) + 1], rng.first_dirty, now,
+                                   self.config.max_compaction_lag_ms)
+            return urgent or rng.dirty_ratio >= self.config.min_cleanable_dirty_ratio, rng.dirty_ratio
+
+    def first_dirty_timestamp(self, first_dirty: int) -> int:
+        """Timestamp of the first batch at or after ``first_dirty`` in an inactive segment, -1 if none
+        (the cleaner lag is measured from it)."""
+        with self._lock:
+            i = max(0, bisect_right(self._bases, first_dirty) - 1)
+            for seg in self._segments[i:-1]:
+                found = seg.translate_offset(first_dirty)
+                if found is not None:
+                    return found[1].max_timestamp
+            return -1
+
+    def clean_task(self, first_dirty: int, now_ms: int | None = None) -> CleanTask:
+        """What a cleaner pass needs, taken under the lock; the pass itself runs without it."""
+        with self._lock:
+            now = self._time_ms() if now_ms is None else now_ms
+            rng = self.cleanable(first_dirty, now)
+            n = len(rng.segments)
+            for seg in rng.segments:
+                seg.largest_timestamp()  # loads the indexes here, not concurrently in the cleaner's thread
+            return CleanTask(self.dir, rng.segments, self._bases[1 : n + 1], rng.first_dirty, rng.end,
+                             list(self._segments), self.config.segment_bytes, self.config.delete_retention_ms, now,
+                             self._generation)
+
+    def replace_segments(self, old: list[LogSegment], swap_path: str, generation: int) -> bool:
+        """Swap a cleaned ``.swap`` file in for the consecutive inactive segments ``old``;
+        False (nothing changed) if they are no longer all in the log (retention) or the log
+        was truncated since ``generation`` (CleanTask.generation)."""
+        with self._lock:
+            if self._closed or not old or generation != self._generation:
+                return False
+            try:
+                i = next(k for k, seg in enumerate(self._segments) if seg is old[0])
+            except StopIteration:
+                return False
+            if self._segments[i : i + len(old)] != old or i + len(old) >= len(self._segments):
+                return False
+            swap_in(self.dir, swap_path, [seg.base_offset for seg in old])
+            new = LogSegment.open(self.dir, old[0].base_offset, self.config)
+            new.recover()
+            new.on_become_inactive()
+            new.sync()
+            self._segments[i : i + len(old)] = [new]
+            self._bases[i : i + len(old)] = [new.base_offset]
+            self._dir_dirty = True
+            return True
 
     # -- retention and truncation -----------------------------------------------------------------
 

@@ -158,6 +158,11 @@ class LogManager:
         plog.delete()
         return True
 
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The log directory holding a partition's log, None if there is none."""
+        with self._lock:
+            return self._dir_of.get((topic, partition))
+
     def all_logs(self) -> list[PartitionLog]:
         """Every log, sorted by (topic, partition)."""
         with self._lock:

@@ -44,6 +44,7 @@ def dump_segment(path: Path, print_data: bool) -> None:
     data = path.read_bytes()
     print(f"Log starting offset: {_base_offset(path)}")
     position = 0
+    expected = _base_offset(path)
     while position + batch.LOG_OVERHEAD <= len(data):
         _, length = batch.read_prefix(data, position)
         size = length + batch.LOG_OVERHEAD
@@ -55,6 +56,9 @@ def dump_segment(path: Path, print_data: bool) -> None:
                 print(f"Found {len(data) - position} trailing bytes at position {position} that are not a whole batch: {exc}")
                 return
             header, valid = batch.read_header(data, position), False
+        if header.base_offset > expected:  # a compacted log: whole batches removed
+            print(f"gap: offsets {expected}..{header.base_offset - 1} hold no batch (removed by compaction)")
+        expected = max(expected, header.next_offset)
         print(
             f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} count: {header.records_count} "
             f"baseSequence: {header.base_sequence} lastSequence: {header.last_sequence} producerId: {header.producer_id} "
@@ -64,6 +68,10 @@ def dump_segment(path: Path, print_data: bool) -> None:
             f"{header.max_timestamp} size: {size} magic: {header.magic} compresscodec: {codec_name(header.compression)} "
             f"crc: {header.crc} isvalid: {str(valid).lower()}"
         )
+        if valid and header.magic == batch.CURRENT_MAGIC and header.records_count < header.last_offset_delta + 1:
+            kept = header.records_count
+            print(f"gap: {header.last_offset_delta + 1 - kept} of the batch's {header.last_offset_delta + 1} offsets hold "
+                  f"no record (removed by compaction)")
         if print_data and valid:
             for decoded in decode_batches(data[position : position + size]):
                 for record in decoded.records:

@@ -156,9 +156,10 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | No
     actual = compute_crc(buf, pos, header.size)
     if actual != header.crc:
         raise CorruptRecordError(f"record batch CRC mismatch: stored {header.crc:#010x}, computed {actual:#010x}")
-    if header.records_count < 0 or (header.records_count and header.records_count != header.last_offset_delta + 1):
+    # A compacted batch keeps its offset range with fewer records (gaps), so count <= range.
+    if header.records_count < 0 or header.records_count > header.last_offset_delta + 1:
         raise InvalidRecordError(
-            f"record batch count {header.records_count} does not match lastOffsetDelta {header.last_offset_delta}"
+            f"record batch count {header.records_count} exceeds the {header.last_offset_delta + 1} offsets of lastOffsetDelta"
         )
     return header
 
@@ -172,10 +173,13 @@ def attributes_of(compression: int = 0, log_append_time: bool = False, transacti
 
 def build_batch(payload: bytes | bytearray, *, count: int, base_ts: int, max_ts: int, attributes: int = 0,
                 base_offset: int = 0, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
-                base_sequence: int = NO_SEQUENCE, partition_leader_epoch: int = -1) -> bytes:
+                base_sequence: int = NO_SEQUENCE, partition_leader_epoch: int = -1,
+                last_offset_delta: int | None = None) -> bytes:
     """A whole v2 batch: the header (offset deltas 0..count-1, CRC computed) and ``payload``,
-    the records as they go on the wire (compressed already when ``attributes`` say so)."""
-    tail = TAIL.pack(attributes, count - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, count)
+    the records as they go on the wire (compressed already when ``attributes`` say so).
+    ``last_offset_delta`` keeps a compacted batch's original offset range (default count - 1)."""
+    delta = count - 1 if last_offset_delta is None else last_offset_delta
+    tail = TAIL.pack(attributes, delta, base_ts, max_ts, producer_id, producer_epoch, base_sequence, count)
     crc = crc32c.crc32c(payload, crc32c.crc32c(tail))
     head = HEAD.pack(base_offset, MIN_BATCH_LENGTH + len(payload), partition_leader_epoch, CURRENT_MAGIC, crc)
     return b"".join((head, tail, payload))
