@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "BrokerIdInUseError", "BrokerInfo", "PartitionState", "ZkClient", "ZkConnectionError", "ZkError",
-    "ZkVersionConflictError", "split_connect_string", "validate_topic_name",
+    "ZkSessionLostError", "ZkVersionConflictError", "split_connect_string", "validate_topic_name",
 ]
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -60,8 +60,19 @@ class BrokerIdInUseError(ZkError):
     """Another live broker (another ZooKeeper session) holds /brokers/ids/<id>."""
 
 
+class ZkSessionLostError(ZkError):
+    """The call failed because the session expired or the connection closed (a paused or
+    partitioned broker); a new session follows and the broker re-reads its state then."""
+
+
 class ZkVersionConflictError(ZkError):
     """A conditional update lost: the node changed (or vanished) since it was read."""
+
+
+def restart_wait_s(stale_wait_s: float) -> float:
+    """How long a restarted broker waits for its own earlier registration to expire: ZooKeeper
+    expires sessions in tick buckets and late when busy, so well past the session timeout."""
+    return max(3 * stale_wait_s, stale_wait_s + 10.0)
 
 
 def split_connect_string(connect: str) -> tuple[str, str]:
@@ -303,8 +314,10 @@ class ZkClient:
     ) -> None:
         """Write /brokers/ids/<id> (ephemeral) in Kafka's v4 JSON.
 
-        If another session holds the id: wait up to ``stale_wait_s`` for it to expire (a
-        restart after kill -9 finds its old node until the session timeout), then raise
+        If another session holds the id, wait (bounded, saying so in one log line) for it to expire:
+        up to ``stale_wait_s`` when the holder advertises other endpoints (perhaps a live duplicate),
+        and longer when it advertises ours, which only an earlier run of this very broker (killed,
+        its port now ours) can have done: ZooKeeper may expire that session late. Then raise
         BrokerIdInUseError. Registering again on our own session just updates the node.
         ``security_protocol_map`` (listener.security.protocol.map) maps each endpoint's
         listener name to its protocol; only the endpoints' names are written, as Kafka does."""
@@ -312,7 +325,8 @@ class ZkClient:
         protocols = {e.name: (security_protocol_map or {}).get(e.name, e.name) for e in eps}
         data = BrokerIdZNode.encode(eps, rack, jmx_port, protocols)
         path = BrokerIdZNode.path(broker_id)
-        deadline = time.monotonic() + stale_wait_s
+        started = time.monotonic()
+        announced = False
         while True:
             if self.create(path, data, ephemeral=True, retry=True):
                 break
@@ -324,13 +338,23 @@ class ZkClient:
             if stat.ephemeralOwner == self.session_id:
                 self.set_data(path, data)
                 break
-            remaining = deadline - time.monotonic()
+            holder = BrokerIdZNode.decode(broker_id, raw).endpoints
+            ours = sorted(map(str, holder)) == sorted(map(str, eps))
+            bound = restart_wait_s(stale_wait_s) if ours else stale_wait_s
+            remaining = started + bound - time.monotonic()
             if remaining <= 0:
-                holder = ",".join(str(e) for e in BrokerIdZNode.decode(broker_id, raw).endpoints) or "unknown endpoints"
+                where = ",".join(str(e) for e in holder) or "unknown endpoints"
                 raise BrokerIdInUseError(
                     f"broker.id {broker_id} is already registered in ZooKeeper at {self.connect} "
-                    f"by a live broker ({holder})"
+                    f"by a live broker ({where})"
+                    + (f" and its session did not expire within {bound:g}s" if ours else "")
                 ) from None
+            if not announced:
+                announced = True
+                log.warning(
+                    "broker.id %d is still registered by %s (session 0x%x); waiting up to %.0fs for ZooKeeper to expire it",
+                    broker_id, "an earlier run of this broker" if ours else "another session", stat.ephemeralOwner, remaining,
+                )
             gone = threading.Event()
             if self._zk.exists(path, watch=lambda _e, gone=gone: gone.set()) is not None:
                 gone.wait(min(remaining, 0.5))

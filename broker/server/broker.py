@@ -125,7 +125,12 @@ class Broker:
             dirs=", ".join(config.log_dirs),
         )
         self._zk = zk = ZkClient(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms)
-        zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        try:
+            zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        except BaseException:
+            self._zk = None  # never connected: nothing to close
+            logs.shutdown()
+            raise
         self._replicas = ReplicaManager(
             self.broker_id,
             logs,

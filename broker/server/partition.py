@@ -18,7 +18,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from broker.cluster.zk import PartitionState, ZkVersionConflictError
+from broker.cluster.zk import PartitionState, ZkSessionLostError, ZkVersionConflictError
 from broker.protocol.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -277,6 +277,8 @@ class Partition:
             self._isr_change_pending = False
             if failure.check(ZkVersionConflictError):
                 log.info("{tp}: isr change lost a race; reloading the state", tp=self.name)
+            elif failure.check(ZkSessionLostError):
+                pass  # the listener's reload reports a lost session once for all partitions
             else:
                 log.failure("{tp}: recording isr {isr}", failure, tp=self.name, isr=new_isr)
             self._listener.isr_write_failed(self)

@@ -19,8 +19,9 @@ from typing import Any, NamedTuple, Protocol
 
 from twisted.internet import defer
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
-from broker.cluster.zk import PartitionState
+from broker.cluster.zk import PartitionState, ZkSessionLostError
 from broker.protocol.errors import (
     ErrorCode,
     InvalidRequiredAcksError,
@@ -44,6 +45,8 @@ log = Logger()
 VALID_ACKS = (0, 1, ACKS_ALL)
 #: "wake every waiting consumer": the high watermark moved by an unknown number of bytes
 WAKE_ALL_BYTES = 1 << 62
+#: a lost ZooKeeper session is reported at most once per this many seconds
+SESSION_LOST_WARN_S = 60.0
 
 
 class PartitionStateStore(Protocol):
@@ -135,6 +138,7 @@ class ReplicaManager:
         self.replica_fetches = FetchPurgatory(self.clock)  # followers: woken by appends
         self.produces = ProducePurgatory(self.clock)  # acks=all: woken when the high watermark moves
         self.now_ms = millis(self.clock)
+        self._session_lost_warned_at = float("-inf")
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -204,9 +208,23 @@ class ReplicaManager:
     def reload_state(self, topic: str, partition: int) -> None:
         d = self.states.read_state(topic, partition)
         d.addCallbacks(
-            lambda state: self.apply_state(topic, partition, state),
-            lambda f: log.failure("reloading the state of {t}-{p}", f, t=topic, p=partition),
+            lambda state: self.apply_state(topic, partition, state), self._reload_failed, errbackArgs=(topic, partition)
         )
+
+    def _reload_failed(self, failure: Failure, topic: str, partition: int) -> None:
+        """A lost ZooKeeper session (a paused, zombie leader) is one warning per SESSION_LOST_WARN_S,
+        not a traceback per partition: the new session's topic reload repairs every partition."""
+        if not failure.check(ZkSessionLostError):
+            log.failure("reloading the state of {t}-{p}", failure, t=topic, p=partition)
+            return
+        now = self.clock.seconds()
+        if now - self._session_lost_warned_at >= SESSION_LOST_WARN_S:
+            self._session_lost_warned_at = now
+            log.warn(
+                "ZooKeeper session lost: partition states cannot be written or read until the new session "
+                "({error}); leadership here may be stale",
+                error=failure.getErrorMessage(),
+            )
 
     def _stop_role(self, tp: TopicPartition) -> None:
         self.fetchers.remove(tp)

@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeatable)"
     )
+    parser.add_argument("--verbose", action="store_true", help="log the traceback of a failure to start")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
         broker.start()
     except BrokerIdInUseError as exc:
         raise CommandError(str(exc)) from exc
-    except Exception as exc:  # a broker that cannot start says why in one line; the log has the trace
-        Logger().failure("broker {id} failed to start", id=config.broker_id)
+    except Exception as exc:  # a broker that cannot start says why in one line; --verbose logs the trace
+        if args.verbose:
+            Logger().failure("broker {id} failed to start", id=config.broker_id)
         raise CommandError(f"broker {config.broker_id} failed to start: {exc}") from exc
     reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
     reactor.callWhenRunning(lambda: held_signals and reactor.stop())
