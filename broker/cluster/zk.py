@@ -24,6 +24,7 @@ from broker.cluster.zkdata import (
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerInfo,
+    ConfigChangeNotificationZNode,
     ConfigEntityZNode,
     ConfigType,
     ControlledShutdownZNode,
@@ -431,6 +432,43 @@ class ZkClient:
         data = ConfigEntityZNode.encode(config)
         if not self.create(path, data, retry=True):
             self.set_data(path, data, retry=True)
+
+    def entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        """The dynamic config of /config/<type>/<name> (topics, brokers, users); empty when none."""
+        found = self.read(ConfigEntityZNode.path(entity_type, name), retry=True)
+        return {} if found is None else ConfigEntityZNode.decode(found[0])
+
+    def change_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        """Replace /config/<type>/<name>, then add a /config/changes notification so every broker
+        applies it (Kafka's AdminZkClient.changeConfigs)."""
+        path = ConfigEntityZNode.path(entity_type, name)
+        data = ConfigEntityZNode.encode(config)
+        if not self.create(path, data, retry=True):
+            self.set_data(path, data, retry=True)
+        self._zk.retry(
+            self._zk.create, ConfigChangeNotificationZNode.create_path(),
+            ConfigChangeNotificationZNode.encode(entity_type, name), sequence=True, makepath=True,
+        )
+
+    def config_changes(self) -> list[tuple[int, str]]:
+        """(sequence number, znode name) of every pending /config/changes notification, oldest first."""
+        prefix = ConfigChangeNotificationZNode.PREFIX
+        found = [c for c in self.children(ConfigChangeNotificationZNode.path(), retry=True) if c.startswith(prefix)]
+        return sorted((int(c[len(prefix):]), c) for c in found if c[len(prefix):].isdigit())
+
+    def config_change(self, child: str) -> tuple[str, str] | None:
+        """(entity type, name) a notification names; None when it is gone or unreadable."""
+        found = self.read(f"{ConfigChangeNotificationZNode.path()}/{child}", retry=True)
+        if found is None:
+            return None
+        try:
+            return ConfigChangeNotificationZNode.decode(found[0])
+        except (ValueError, KeyError):
+            return None
+
+    def watch_config_changes(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Like watch_topics, for /config/changes (created if missing)."""
+        return self.watch_children(ConfigChangeNotificationZNode.path(), callback)
 
     def delete_topic(self, name: str) -> None:
         """Remove the topic's nodes (assignment, partition states, config, deletion request)."""

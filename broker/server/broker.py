@@ -24,6 +24,7 @@ from broker.coordinator.group import GroupConfig
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
+from broker.server.dynamic_configs import ConfigChangeListener
 from broker.server.handlers import ALL_HANDLERS
 from broker.server.metadata import BrokerEndpoint, MetadataCache
 from broker.server.metrics import BrokerMetrics, listen_metrics
@@ -78,6 +79,7 @@ class Broker:
         self.metadata = MetadataCache()
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
+        self.config_changes = ConfigChangeListener(self)
         self.dispatcher = Dispatcher(ALL_HANDLERS)
         self.metrics = BrokerMetrics(self)
         self.dispatcher.metrics = self.metrics
@@ -170,6 +172,7 @@ class Broker:
         )
         self._set_brokers(zk.live_brokers())
         zk.watch_children(BrokerIdsZNode.path(), self._on_brokers_changed)
+        self.config_changes.start()  # dynamic broker defaults first: the topics' logs are built on them
         self.cluster_watch.start()
         self.controller = Controller(
             zk,
@@ -312,6 +315,7 @@ class Broker:
     def _stop(self) -> defer.Deferred[None]:
         self._stopping = True
         self.cluster_watch.stop()
+        self.config_changes.stop()
         if self.controller is not None:
             self.controller.stop()
         if self._replicas is not None:

@@ -139,25 +139,49 @@ class ReplicaManager:
         self.produces = ProducePurgatory(self.clock)  # acks=all: woken when the high watermark moves
         self.now_ms = millis(self.clock)
         self._session_lost_warned_at = float("-inf")
+        self.topic_overrides: dict[str, dict[str, str]] = {}  # each topic's /config/topics overrides
 
     # -- topics -----------------------------------------------------------------------------
 
     def apply_topic(self, topic: str, assignment: dict[int, list[int]], overrides: dict[str, str]) -> None:
-        """Record a topic's partitions (keeping known leaders) and create the hosted logs."""
+        """Record a topic's partitions (keeping known leaders) and create the hosted logs. The
+        logs take the topic's config when it is first seen (logs loaded at start were opened with
+        the broker defaults) and whenever its overrides change (a dynamic topic config)."""
         config = self.base_config.with_overrides(overrides) if overrides else self.base_config
+        changed = self.topic_overrides.get(topic) != overrides
+        self.topic_overrides[topic] = dict(overrides)
         known = self.metadata.topics.get(topic, {})
         partitions: dict[int, PartitionInfo] = {}
         for index, replicas in sorted(assignment.items()):
             info = known.get(index) or PartitionInfo(topic, index, list(replicas))
             info.replicas = list(replicas)
             partitions[index] = info
-            if self.broker_id in replicas and (topic, index) not in self.partitions:
+            if self.broker_id not in replicas:
+                continue
+            hosted = self.partitions.get((topic, index))
+            if hosted is None:
                 plog = self.logs.get_or_create(topic, index, config)
                 self.partitions[(topic, index)] = Partition(topic, index, plog, self.broker_id, self, self.now_ms)
+                if changed:
+                    plog.update_config(config)
+            elif changed:
+                hosted.log.update_config(config)
         self.metadata.set_topic(topic, partitions)
+
+    def set_base_config(self, config: LogConfig) -> None:
+        """New broker-wide log defaults (a dynamic broker config): every hosted log takes them,
+        under its topic's overrides."""
+        self.base_config = config
+        by_topic: dict[str, LogConfig] = {}
+        for (topic, _), p in list(self.partitions.items()):
+            if topic not in by_topic:
+                overrides = self.topic_overrides.get(topic)
+                by_topic[topic] = config.with_overrides(overrides) if overrides else config
+            p.log.update_config(by_topic[topic])
 
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic and delete its local logs."""
+        self.topic_overrides.pop(topic, None)
         for partition in list(self.metadata.topics.get(topic, {})):
             tp = (topic, partition)
             self._stop_role(tp)

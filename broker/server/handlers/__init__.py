@@ -1,6 +1,7 @@
 """One module per Kafka API; ``ALL_HANDLERS`` is the dispatch table's content."""
 
 from broker.server.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -13,6 +14,7 @@ from broker.server.handlers import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -54,5 +56,7 @@ ALL_HANDLERS = [
         describe_log_dirs,
         delete_groups,
         offset_delete,
+        alter_configs,
+        incremental_alter_configs,
     )
 ]
