@@ -22,11 +22,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kazoo.exceptions import BadVersionError
+
 from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
+from broker.cluster.zkdata import ReassignPartitionsZNode
 
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
+#: how often a reassignment in progress is looked at again (new replicas joining the ISR)
+REASSIGN_CHECK_S = 0.5
 
 
 def elect_leader(
@@ -98,6 +103,7 @@ class Controller:
         self.zk.watch_topics(lambda _names: self._events.put(("topics",)))
         self.zk.watch_topic_deletions(self._on_topic_deletions)
         self.zk.watch_controlled_shutdowns(lambda _ids: self._events.put(("reconcile",)))
+        self.zk.watch_data(ReassignPartitionsZNode.path(), self._on_reassignment_node)
         if self.auto_rebalance:
             threading.Thread(target=self._rebalance_timer, name="leader-rebalance", daemon=True).start()
 
@@ -115,6 +121,13 @@ class Controller:
         if self._stopped.is_set():
             return False
         self._events.put(("elect",))
+        return None
+
+    def _on_reassignment_node(self, data: bytes | None, stat: Any, *args: Any) -> bool | None:
+        if self._stopped.is_set():
+            return False
+        if data:
+            self._events.put(("reassign",))
         return None
 
     def _on_topic_deletions(self, names: list[str]) -> None:
@@ -141,6 +154,7 @@ class Controller:
             "topic": self._reconcile_topic,
             "rebalance": self._rebalance,
             "delete_topics": self._delete_topics,
+            "reassign": self._reassign,
         }
         while not self._stopped.is_set():
             event = self._events.get()
@@ -193,6 +207,7 @@ class Controller:
         self._set_controller(self.broker_id)
         self._on_topics()
         self._reconcile_all()
+        self._events.put(("reassign",))  # carry on with a reassignment a previous controller started
 
     # -- reacting to changes ------------------------------------------------------------------
 
@@ -327,6 +342,80 @@ class Controller:
                 self._write(topic, partition, state, preferred, state.leader_epoch + 1, state.isr, "preferred replica election")
             except ZkVersionConflictError:
                 continue
+
+
+    # -- partition reassignment (kafka-reassign-partitions, /admin/reassign_partitions) ---------------
+
+    def _reassign(self) -> None:
+        """One pass over the requested reassignments: each partition moves a step (Kafka's order:
+        add the new replicas, wait until they are in the ISR, move leadership into the target,
+        drop the old replicas); finished ones leave the znode, which goes when empty."""
+        found = self.zk.read(ReassignPartitionsZNode.path(), retry=True)
+        if found is None or not found[0]:
+            return
+        try:
+            wanted = ReassignPartitionsZNode.decode(found[0])
+        except (ValueError, KeyError, TypeError):
+            log.warning("controller: ignoring an unreadable %s", ReassignPartitionsZNode.path())
+            self.zk.delete(ReassignPartitionsZNode.path(), version=found[1].version)
+            return
+        live, _ = self._live()
+        finished = []
+        for (topic, partition), target in sorted(wanted.items()):
+            try:
+                if self._reassign_step(topic, partition, target, live):
+                    finished.append((topic, partition))
+            except ZkVersionConflictError:
+                pass  # the state moved meanwhile: the next pass reads it again
+        remaining = {tp: target for tp, target in wanted.items() if tp not in finished}
+        try:
+            if finished and remaining:
+                self.zk.set_data(ReassignPartitionsZNode.path(), ReassignPartitionsZNode.encode(remaining),
+                                 version=found[1].version)
+            elif finished:
+                self.zk.delete(ReassignPartitionsZNode.path(), version=found[1].version)
+        except (ZkVersionConflictError, BadVersionError):
+            remaining = wanted  # a new request was added meanwhile: read it all again
+        if remaining and self.active and not self._stopped.is_set():
+            timer = threading.Timer(REASSIGN_CHECK_S, lambda: self._events.put(("reassign",)))
+            timer.daemon = True
+            timer.start()
+
+    def _reassign_step(self, topic: str, partition: int, target: list[int], live: set[int]) -> bool:
+        """Move one partition a step towards ``target``; True when it is done (or cannot be done)."""
+        assignment = self.zk.topic_assignment(topic)
+        if assignment is None or partition not in assignment or not target or len(set(target)) != len(target):
+            log.warning("controller: dropping the reassignment of %s-%d to %s: no such partition or bad replicas",
+                        topic, partition, target)
+            return True
+        current = assignment[partition]
+        state = self.zk.partition_state(topic, partition)
+        if current == target:
+            return True
+        if state is None:
+            return False
+        if any(b not in current for b in target):
+            assignment[partition] = list(target) + [b for b in current if b not in target]
+            self.zk.set_topic_assignment(topic, assignment)
+            # a new leader epoch makes the leader track the added replicas, which start fetching
+            self._write(topic, partition, state, state.leader, state.leader_epoch + 1, state.isr,
+                        f"reassignment adds replicas {[b for b in target if b not in current]}")
+            return False
+        if not all(b in state.isr for b in target):
+            return False  # the new replicas are still catching up
+        if state.leader not in target or state.leader not in live:
+            candidates = [b for b in target if b in live and b in state.isr]
+            if not candidates:
+                return False
+            self._write(topic, partition, state, candidates[0], state.leader_epoch + 1, state.isr,
+                        "reassignment moves leadership into the target replicas")
+            return False
+        assignment[partition] = list(target)
+        self.zk.set_topic_assignment(topic, assignment)
+        new_isr = [b for b in state.isr if b in target]
+        self._write(topic, partition, state, state.leader, state.leader_epoch + 1, new_isr,
+                    f"reassignment to {target} complete")
+        return True
 
 
 @dataclass

@@ -156,17 +156,33 @@ class ReplicaManager:
             info = known.get(index) or PartitionInfo(topic, index, list(replicas))
             info.replicas = list(replicas)
             partitions[index] = info
-            if self.broker_id not in replicas:
-                continue
             hosted = self.partitions.get((topic, index))
+            if self.broker_id not in replicas:
+                if hosted is not None:
+                    self._drop_replica(topic, index)  # reassigned away from this broker
+                continue
             if hosted is None:
                 plog = self.logs.get_or_create(topic, index, config)
                 self.partitions[(topic, index)] = Partition(topic, index, plog, self.broker_id, self, self.now_ms)
                 if changed:
                     plog.update_config(config)
+                if self.versions.pop((topic, index), None) is not None:
+                    self.reload_state(topic, index)  # a state arrived before the replica was ours: take its role now
             elif changed:
                 hosted.log.update_config(config)
         self.metadata.set_topic(topic, partitions)
+
+    def _drop_replica(self, topic: str, partition: int) -> None:
+        """This broker is no longer a replica (a reassignment moved it): stop and delete the log."""
+        tp = (topic, partition)
+        log.info("{t}-{p}: no longer a replica here; deleting the local log", t=topic, p=partition)
+        self._stop_role(tp)
+        p = self.partitions.pop(tp)
+        self.versions.pop(tp, None)
+        if p.is_leader:
+            self._leadership_changed(p)
+        if self.logs.get(topic, partition) is not None:
+            self.logs.delete(topic, partition)
 
     def set_base_config(self, config: LogConfig) -> None:
         """New broker-wide log defaults (a dynamic broker config): every hosted log takes them,

@@ -341,3 +341,62 @@ def test_startup_failures_are_one_line(cluster: Cluster, tmp_path: Path, problem
     assert "Traceback" not in everything, everything
     errors = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("logbus server-start: error: broker 9 failed to start"), everything
+
+
+# ---------------------------------------------------------------------- partition reassignment
+
+
+def test_reassign_partitions_under_idempotent_produce_loses_and_duplicates_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    import threading
+
+    name = f"move-{uuid.uuid4().hex[:6]}"
+    cluster.admin().create_topics([NewTopic(name, replica_assignment=[[1], [1]])], operation_timeout=20)[name].result(30)
+    acked: list[bytes] = []
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
+                             "linger.ms": 2})
+
+        def delivered(err, msg) -> None:
+            if err is None:
+                acked.append(msg.value())
+
+        i = 0
+        while not stop.is_set():
+            producer.produce(name, value=b"r%06d" % i, partition=i % 2, on_delivery=delivered)
+            producer.poll(0.005)
+            i += 1
+        assert producer.flush(30) == 0
+
+    producing = threading.Thread(target=produce, daemon=True)
+    producing.start()
+    wait_until(lambda: len(acked) > 50, 20, what="records acknowledged before the move")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [2]},
+                                                             {"topic": name, "partition": 1, "replicas": [2, 1]}]}))
+    started = _logbus("reassign-partitions", "--zookeeper", cluster.zk.connect, "--execute",
+                      "--reassignment-json-file", str(plan))
+    assert started.returncode == 0 and "Successfully started" in started.stdout, started.stderr
+    verify = ["reassign-partitions", "--zookeeper", cluster.zk.connect, "--verify", "--reassignment-json-file", str(plan)]
+    wait_until(lambda: _logbus(*verify).returncode == 0, 30, interval=0.5, what="--verify reporting completion")
+    assert "completed successfully" in _logbus(*verify).stdout
+    wait_until(lambda: len(acked) > 50 + 50, 20, what="records acknowledged after the move")
+    stop.set()
+    producing.join(30)
+    assert cluster.zk.topic_assignment(name) == {0: [2], 1: [2, 1]}
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"check-{name}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(name, 0, 0), TopicPartition(name, 1, 0)])
+    seen: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(seen) < len(acked) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen.append(msg.value())
+    consumer.close()
+    assert sorted(seen) == sorted(acked), "every acknowledged record once, nothing else"
+    with BrokerConnection.from_address(cluster.brokers[0].bootstrap) as conn:
+        dirs = conn.request(ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": [{"topic": name, "partitions": [0, 1]}]})
+    assert sorted(p["partition_index"] for r in dirs["results"] for t in r["topics"] for p in t["partitions"]) == [1]
