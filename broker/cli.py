@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "configs": ("broker.tools.configs", "alter or describe dynamic configs of topics and brokers"),
     "delete-records": ("broker.tools.delete_records", "delete a partition's records below an offset"),
     "reassign-partitions": ("broker.tools.reassign_partitions", "move partition replicas between brokers"),
+    "leader-election": ("broker.tools.leader_election", "elect preferred (or, explicitly, unclean) partition leaders"),
     "log-dirs": ("broker.tools.log_dirs", "describe the brokers' log directories and partition sizes"),
     "producer-perf-test": ("broker.tools.producer_perf_test", "measure producer throughput and latency"),
     "consumer-perf-test": ("broker.tools.consumer_perf_test", "measure consumer throughput"),

@@ -26,6 +26,7 @@ from kazoo.exceptions import BadVersionError
 
 from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
 from broker.cluster.zkdata import ReassignPartitionsZNode
+from broker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,7 @@ class Controller:
             "rebalance": self._rebalance,
             "delete_topics": self._delete_topics,
             "reassign": self._reassign,
+            "elect_leaders": self._elect_leaders,
         }
         while not self._stopped.is_set():
             event = self._events.get()
@@ -343,6 +345,64 @@ class Controller:
             except ZkVersionConflictError:
                 continue
 
+
+    # -- leader elections asked for (ElectLeaders, kafka-leader-election) ---------------------------
+
+    def elect_leaders(
+        self, partitions: list[tuple[str, int]] | None, unclean: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """Run a preferred (or, only when asked, unclean) election of ``partitions`` (None: all) on
+        the event thread and wait: {partition: (error code, message)}, or None when this broker is
+        not the controller or the election did not finish in time. Blocking."""
+        if not self.active:
+            return None
+        done = threading.Event()
+        results: dict[tuple[str, int], tuple[int, str | None]] = {}
+        self._events.put(("elect_leaders", partitions, unclean, results, done))
+        return results if done.wait(timeout_s) else None
+
+    def _elect_leaders(
+        self, partitions: list[tuple[str, int]] | None, unclean: bool,
+        results: dict[tuple[str, int], tuple[int, str | None]], done: threading.Event,
+    ) -> None:
+        try:
+            live, shutting = self._live()
+            topics = sorted({t for t, _ in partitions}) if partitions is not None else self.zk.all_topics()
+            assignments = {t: self.zk.topic_assignment(t) or {} for t in topics}
+            wanted = partitions if partitions is not None else [(t, p) for t in topics for p in sorted(assignments[t])]
+            for topic, partition in wanted:
+                code = self._elect_one(topic, partition, assignments[topic].get(partition), unclean, live, shutting)
+                if partitions is not None or code[0] != ErrorCode.ELECTION_NOT_NEEDED:
+                    results[(topic, partition)] = code
+        finally:
+            done.set()
+
+    def _elect_one(
+        self, topic: str, partition: int, replicas: list[int] | None, unclean: bool, live: set[int], shutting: set[int]
+    ) -> tuple[int, str | None]:
+        state = self.zk.partition_state(topic, partition) if replicas else None
+        if not replicas or state is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist"
+        if unclean:
+            if state.leader != NO_LEADER and state.leader in live:
+                return ErrorCode.ELECTION_NOT_NEEDED, None
+            choice = elect_leader(replicas, state.isr, live, unclean=True, exclude=shutting)
+            if choice is None:
+                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica of {topic}-{partition}"
+            leader, isr = choice
+            why = "unclean election asked for" if leader not in state.isr else "election asked for"
+        else:
+            leader, isr = replicas[0], state.isr
+            if state.leader == leader:
+                return ErrorCode.ELECTION_NOT_NEEDED, None
+            if leader not in live or leader in shutting or leader not in state.isr:
+                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, f"preferred replica {leader} is not live and in the isr"
+            why = "preferred replica election asked for"
+        try:
+            self._write(topic, partition, state, leader, state.leader_epoch + 1, isr, why)
+        except ZkVersionConflictError:
+            return ErrorCode.NOT_CONTROLLER, "the partition state changed meanwhile; try again"
+        return ErrorCode.NONE, None
 
     # -- partition reassignment (kafka-reassign-partitions, /admin/reassign_partitions) ---------------
 

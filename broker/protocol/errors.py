@@ -94,6 +94,8 @@ class ErrorCode(IntEnum):
     PREFERRED_LEADER_NOT_AVAILABLE = 80
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
@@ -509,6 +511,19 @@ class ReassignmentInProgressError(KafkaError):
     """A partition reassignment is under way."""
 
     errno = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+class EligibleLeadersNotAvailableError(KafkaError):
+    """No replica may lead: none in the ISR is live (or, unclean, none is live at all)."""
+
+    errno = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    retriable = True
+
+
+class ElectionNotNeededError(KafkaError):
+    """The partition already has the leader the election would choose."""
+
+    errno = ErrorCode.ELECTION_NOT_NEEDED
 
 
 class NonEmptyGroupError(KafkaError):

@@ -400,3 +400,30 @@ def test_reassign_partitions_under_idempotent_produce_loses_and_duplicates_nothi
     with BrokerConnection.from_address(cluster.brokers[0].bootstrap) as conn:
         dirs = conn.request(ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": [{"topic": name, "partitions": [0, 1]}]})
     assert sorted(p["partition_index"] for r in dirs["results"] for t in r["topics"] for p in t["partitions"]) == [1]
+
+
+# ---------------------------------------------------------------------- leader elections
+
+
+def test_preferred_leader_election_with_logbus_and_librdkafka(cluster: Cluster) -> None:
+    from confluent_kafka import ElectionType
+
+    name = f"elect-{uuid.uuid4().hex[:6]}"
+    cluster.admin().create_topics([NewTopic(name, replica_assignment=[[1, 2], [1, 2]])], operation_timeout=20)[name].result(30)
+    cluster.produce(name, 5)
+    zk = cluster.zk
+    wait_until(lambda: all(sorted(zk.partition_state(name, p).isr) == [1, 2] for p in (0, 1)), 20, what="both in the isr")
+    for p in (0, 1):  # as after a failover: broker 2 leads although broker 1 is preferred
+        s = zk.partition_state(name, p)
+        zk.set_partition_state(name, p, 2, s.leader_epoch + 1, s.isr, s.controller_epoch, version=s.zk_version)
+    out = _logbus("leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type", "preferred",
+                  "--topic", name, "--partition", "0")
+    assert out.returncode == 0 and f"Successfully completed leader election (PREFERRED) for partitions {name}-0" in out.stdout, \
+        out.stdout + out.stderr
+    assert zk.partition_state(name, 0).leader == 1
+    result = cluster.admin().elect_leaders(ElectionType.PREFERRED, [TopicPartition(name, 1)]).result(30)
+    assert list(result.values()) == [None] and zk.partition_state(name, 1).leader == 1
+    unclean = cluster.admin().elect_leaders(ElectionType.UNCLEAN, [TopicPartition(name, 1)]).result(30)
+    [not_needed] = unclean.values()
+    assert not_needed is not None and not_needed.args[0].code() == KafkaError.ELECTION_NOT_NEEDED
+    cluster.produce(name, 5)  # the elected leaders serve

@@ -40,6 +40,7 @@ _PAIRS: dict[ApiKey, tuple[MessageSchema, MessageSchema]] = {
         operations.INCREMENTAL_ALTER_CONFIGS_REQUEST, operations.INCREMENTAL_ALTER_CONFIGS_RESPONSE,
     ),
     ApiKey.OFFSET_DELETE: (operations.OFFSET_DELETE_REQUEST, operations.OFFSET_DELETE_RESPONSE),
+    ApiKey.ELECT_LEADERS: (operations.ELECT_LEADERS_REQUEST, operations.ELECT_LEADERS_RESPONSE),
 }
 
 REQUESTS: dict[ApiKey, MessageSchema] = {key: pair[0] for key, pair in _PAIRS.items()}

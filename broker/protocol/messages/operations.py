@@ -1,6 +1,6 @@
 """The admin APIs an operator's tools call to run a cluster (declared from Kafka's message JSON,
 non-flexible versions only): DeleteRecords (21) v0-1, AlterConfigs (33) v0-1, DescribeLogDirs (35)
-v0-1, DeleteGroups (42) v0-1, IncrementalAlterConfigs (44) v0 and OffsetDelete (47) v0."""
+v0-1, DeleteGroups (42) v0-1, ElectLeaders (43) v0-1, IncrementalAlterConfigs (44) v0 and OffsetDelete (47) v0."""
 
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.schema import F, MessageSchema, per_topic
@@ -104,4 +104,27 @@ OFFSET_DELETE_RESPONSE = MessageSchema("OffsetDeleteResponse", ApiKey.OFFSET_DEL
     F("error_code", "int16"),
     F("throttle_time_ms", "int32"),
     per_topic([F("partition_index", "int32"), F("error_code", "int16")]),
+])
+
+# ElectLeaders: election_type 0 = preferred, 1 = unclean; null topic_partitions: every partition.
+ELECT_LEADERS_REQUEST = MessageSchema("ElectLeadersRequest", ApiKey.ELECT_LEADERS, "0-1", [
+    F("election_type", "int8", "1+"),
+    F("topic_partitions", "[]", "0+", [
+        F("topic", "string"),
+        F("partitions", "[]int32"),
+    ], nullable="0+"),
+    F("timeout_ms", "int32", default=60000),
+])
+
+ELECT_LEADERS_RESPONSE = MessageSchema("ElectLeadersResponse", ApiKey.ELECT_LEADERS, "0-1", [
+    F("throttle_time_ms", "int32"),
+    F("error_code", "int16", "1+"),
+    F("replica_election_results", "[]", "0+", [
+        F("topic", "string"),
+        F("partition_result", "[]", "0+", [
+            F("partition_id", "int32"),
+            F("error_code", "int16"),
+            F("error_message", "string", nullable="0+"),
+        ]),
+    ]),
 ])

@@ -11,6 +11,7 @@ from broker.server.handlers import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -58,5 +59,6 @@ ALL_HANDLERS = [
         offset_delete,
         alter_configs,
         incremental_alter_configs,
+        elect_leaders,
     )
 ]
