@@ -11,10 +11,9 @@ from typing import Any
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.cluster.offset_store import ZkOffsetStore
-from broker.cluster.zk import ZkClient, ZkError
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
-from broker.tools import CommandError
+from broker.tools import CommandError, zookeeper_session
 
 
 def add_arguments(parser: argparse.ArgumentParser, actions: Any) -> None:
@@ -56,12 +55,7 @@ def run(args: argparse.Namespace) -> int:
     groups = _groups(args)
     if args.bootstrap_server:
         return _over_bootstrap(args, groups)
-    try:
-        zk = ZkClient(args.zookeeper, session_timeout_ms=6000, connection_timeout_ms=10000)
-        zk.start()
-    except ZkError as exc:
-        raise CommandError(str(exc)) from exc
-    try:
+    with zookeeper_session(args.zookeeper) as zk:
         store = ZkOffsetStore(zk.kazoo)
         if args.delete:
             return _report_groups({g: _zk_delete(store, g) for g in groups})
@@ -74,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
             store.delete(groups[0], [(topic, p) for p in partitions])
             rows += [(topic, p, ErrorCode.NONE) for p in partitions]
         return _report_offsets(groups[0], ErrorCode.NONE, rows)
-    finally:
-        zk.stop()
 
 
 def _zk_delete(store: ZkOffsetStore, group: str) -> int:

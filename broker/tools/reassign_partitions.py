@@ -17,9 +17,9 @@ import json
 from typing import Any
 
 from broker.cluster.assignment import assign_replicas
-from broker.cluster.zk import ZkClient, ZkError
+from broker.cluster.zk import ZkClient
 from broker.cluster.zkdata import ReassignPartitionsZNode
-from broker.tools import CommandError
+from broker.tools import CommandError, zookeeper_session
 
 TopicPartition = tuple[str, int]
 
@@ -146,12 +146,7 @@ def verify(zk: ZkClient, path: str | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        zk = ZkClient(args.zookeeper, session_timeout_ms=6000, connection_timeout_ms=10000)
-        zk.start()
-    except ZkError as exc:
-        raise CommandError(str(exc)) from exc
-    try:
+    with zookeeper_session(args.zookeeper) as zk:
         if args.generate:
             return generate(zk, args.topics_to_move_json_file, args.broker_list)
         if args.execute:
@@ -161,5 +156,3 @@ def run(args: argparse.Namespace) -> int:
         zk.delete(ReassignPartitionsZNode.path(), retry=True)
         print("Cancelled the reassignment in progress; replicas added so far stay until reassigned again.")
         return 0
-    finally:
-        zk.stop()
