@@ -450,8 +450,6 @@ class Controller:
             return True
         current = assignment[partition]
         state = self.zk.partition_state(topic, partition)
-        if current == target:
-            return True
         if state is None:
             return False
         if any(b not in current for b in target):
@@ -470,11 +468,12 @@ class Controller:
             self._write(topic, partition, state, candidates[0], state.leader_epoch + 1, state.isr,
                         "reassignment moves leadership into the target replicas")
             return False
-        assignment[partition] = list(target)
-        self.zk.set_topic_assignment(topic, assignment)
-        new_isr = [b for b in state.isr if b in target]
-        self._write(topic, partition, state, state.leader, state.leader_epoch + 1, new_isr,
-                    f"reassignment to {target} complete")
+        if current != target:
+            assignment[partition] = list(target)
+            self.zk.set_topic_assignment(topic, assignment)
+            new_isr = [b for b in state.isr if b in target]
+            self._write(topic, partition, state, state.leader, state.leader_epoch + 1, new_isr,
+                        f"reassignment to {target} complete")
         return True
 
 

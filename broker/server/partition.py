@@ -159,6 +159,14 @@ class Partition:
         self.maybe_advance_high_watermark()
         return new
 
+    def set_replicas(self, replicas: list[int]) -> None:
+        """The assignment changed (a reassignment): a leader tracks added followers at once and
+        forgets removed ones, whichever of the assignment and the new state arrives first."""
+        self.replicas = list(replicas)
+        if self.role == LEADER:
+            now = self._now_ms()
+            self.followers = {r: self.followers.get(r) or FollowerState(caught_up_ms=now) for r in replicas if r != self.me}
+
     def make_follower(self, replicas: list[int], state: PartitionState) -> bool:
         """Follow under ``state``; True when the leader or epoch changed (refetch, truncate)."""
         changed = self.role != FOLLOWER or state.leader_epoch != self.leader_epoch or state.leader != self.leader

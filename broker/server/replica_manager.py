@@ -168,8 +168,11 @@ class ReplicaManager:
                     plog.update_config(config)
                 if self.versions.pop((topic, index), None) is not None:
                     self.reload_state(topic, index)  # a state arrived before the replica was ours: take its role now
-            elif changed:
-                hosted.log.update_config(config)
+            else:
+                if changed:
+                    hosted.log.update_config(config)
+                if hosted.replicas and hosted.replicas != replicas:
+                    hosted.set_replicas(replicas)
         self.metadata.set_topic(topic, partitions)
 
     def _drop_replica(self, topic: str, partition: int) -> None:

@@ -4,6 +4,7 @@ in the foreground until SIGTERM or SIGINT, then shut down cleanly."""
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 
@@ -32,6 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from broker.server.broker import Broker
 
     globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stdout)], redirectStandardIO=False)
+    # kazoo's and our ZooKeeper module's warnings (connection retries, a registration wait) are log
+    # lines too: to the log, never stderr, where a failure to start says why in one line
+    logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(asctime)s [%(name)s] %(message)s")
     unknown = config.unknown_keys()
     if unknown:
         Logger().warn("ignoring unknown properties: {keys}", keys=", ".join(sorted(unknown)))

@@ -64,7 +64,8 @@ class Cluster:
         return name
 
     def produce(self, topic: str, count: int, timestamp_ms: int = 0) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "acks": "all"})
+        # one record a batch: the log rolls into several small segments
+        producer = Producer({"bootstrap.servers": self.bootstrap, "batch.num.messages": 1, "acks": "all"})
         for i in range(count):
             producer.produce(topic, value=b"v%05d" % i + b"." * 200, partition=0, timestamp=timestamp_ms)
         assert producer.flush(30) == 0
