@@ -53,6 +53,7 @@ def test_restart_waits_for_its_own_old_session_and_a_live_duplicate_is_refused(z
         restarted = ZkClient(zk_chroot, session_timeout_ms=2000)
         restarted.start(timeout=10)
         try:
+            caplog.clear()
             started = time.monotonic()
             with caplog.at_level(logging.WARNING, logger="broker.cluster.zk"):
                 restarted.register_broker(7, mine, stale_wait_s=1.0)
