@@ -46,6 +46,8 @@ __all__ = [
     "ZkSessionLostError", "ZkVersionConflictError", "split_connect_string", "validate_topic_name",
 ]
 
+#: how long a /config/changes notification is kept (Kafka's 15 minutes)
+CONFIG_CHANGE_EXPIRY_MS = 15 * 60 * 1000
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
@@ -449,6 +451,18 @@ class ZkClient:
             self._zk.create, ConfigChangeNotificationZNode.create_path(),
             ConfigChangeNotificationZNode.encode(entity_type, name), sequence=True, makepath=True,
         )
+        self._purge_config_changes()
+
+    def _purge_config_changes(self) -> None:
+        """Delete notifications older than CONFIG_CHANGE_EXPIRY_MS, as Kafka's brokers do: every
+        broker has applied them by then, and a broker that starts later reads the configs whole."""
+        cutoff_ms = time.time() * 1000 - CONFIG_CHANGE_EXPIRY_MS
+        for _, child in self.config_changes()[:-1]:  # the newest stays: it marks where brokers are
+            path = f"{ConfigChangeNotificationZNode.path()}/{child}"
+            stat = self._zk.exists(path)
+            if stat is None or stat.ctime >= cutoff_ms:
+                break
+            self.delete(path)
 
     def config_changes(self) -> list[tuple[int, str]]:
         """(sequence number, znode name) of every pending /config/changes notification, oldest first."""
