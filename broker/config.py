@@ -255,6 +255,8 @@ BROKER_CONFIG = ConfigDef(
         _k("auto.create.topics.enable", Type.BOOLEAN, True),
         _k("delete.topic.enable", Type.BOOLEAN, True),
         _k("default.replication.factor", Type.INT, 1, 1),
+        _k("max.partitions.per.request", Type.INT, 10000, 1),
+        _k("max.broker.partition.count", Type.INT, 2147483647, 1),
         _k("message.max.bytes", Type.INT, _topic_default("max.message.bytes"), 0),
         _k("socket.request.max.bytes", Type.INT, 104857600, 1),
         _k("socket.send.buffer.bytes", Type.INT, 102400),
@@ -354,6 +356,8 @@ class BrokerConfig:
     auto_create_topics_enable: bool
     delete_topic_enable: bool
     default_replication_factor: int
+    max_partitions_per_request: int
+    max_broker_partition_count: int
     message_max_bytes: int
     socket_request_max_bytes: int
     socket_send_buffer_bytes: int

@@ -22,11 +22,17 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kazoo.exceptions import BadVersionError
+
 from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
+from broker.cluster.zkdata import ReassignPartitionsZNode
+from broker.protocol.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
+#: how often a reassignment in progress is looked at again (new replicas joining the ISR)
+REASSIGN_CHECK_S = 0.5
 
 
 def elect_leader(
@@ -98,6 +104,7 @@ class Controller:
         self.zk.watch_topics(lambda _names: self._events.put(("topics",)))
         self.zk.watch_topic_deletions(self._on_topic_deletions)
         self.zk.watch_controlled_shutdowns(lambda _ids: self._events.put(("reconcile",)))
+        self.zk.watch_data(ReassignPartitionsZNode.path(), self._on_reassignment_node)
         if self.auto_rebalance:
             threading.Thread(target=self._rebalance_timer, name="leader-rebalance", daemon=True).start()
 
@@ -115,6 +122,13 @@ class Controller:
         if self._stopped.is_set():
             return False
         self._events.put(("elect",))
+        return None
+
+    def _on_reassignment_node(self, data: bytes | None, stat: Any, *args: Any) -> bool | None:
+        if self._stopped.is_set():
+            return False
+        if data:
+            self._events.put(("reassign",))
         return None
 
     def _on_topic_deletions(self, names: list[str]) -> None:
@@ -141,6 +155,8 @@ class Controller:
             "topic": self._reconcile_topic,
             "rebalance": self._rebalance,
             "delete_topics": self._delete_topics,
+            "reassign": self._reassign,
+            "elect_leaders": self._elect_leaders,
         }
         while not self._stopped.is_set():
             event = self._events.get()
@@ -193,6 +209,7 @@ class Controller:
         self._set_controller(self.broker_id)
         self._on_topics()
         self._reconcile_all()
+        self._events.put(("reassign",))  # carry on with a reassignment a previous controller started
 
     # -- reacting to changes ------------------------------------------------------------------
 
@@ -327,6 +344,137 @@ class Controller:
                 self._write(topic, partition, state, preferred, state.leader_epoch + 1, state.isr, "preferred replica election")
             except ZkVersionConflictError:
                 continue
+
+
+    # -- leader elections asked for (ElectLeaders, kafka-leader-election) ---------------------------
+
+    def elect_leaders(
+        self, partitions: list[tuple[str, int]] | None, unclean: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
+        """Run a preferred (or, only when asked, unclean) election of ``partitions`` (None: all) on
+        the event thread and wait: {partition: (error code, message)}, or None when this broker is
+        not the controller or the election did not finish in time. Blocking."""
+        if not self.active:
+            return None
+        done = threading.Event()
+        results: dict[tuple[str, int], tuple[int, str | None]] = {}
+        self._events.put(("elect_leaders", partitions, unclean, results, done))
+        return results if done.wait(timeout_s) else None
+
+    def _elect_leaders(
+        self, partitions: list[tuple[str, int]] | None, unclean: bool,
+        results: dict[tuple[str, int], tuple[int, str | None]], done: threading.Event,
+    ) -> None:
+        try:
+            live, shutting = self._live()
+            topics = sorted({t for t, _ in partitions}) if partitions is not None else self.zk.all_topics()
+            assignments = {t: self.zk.topic_assignment(t) or {} for t in topics}
+            wanted = partitions if partitions is not None else [(t, p) for t in topics for p in sorted(assignments[t])]
+            for topic, partition in wanted:
+                code = self._elect_one(topic, partition, assignments[topic].get(partition), unclean, live, shutting)
+                if partitions is not None or code[0] != ErrorCode.ELECTION_NOT_NEEDED:
+                    results[(topic, partition)] = code
+        finally:
+            done.set()
+
+    def _elect_one(
+        self, topic: str, partition: int, replicas: list[int] | None, unclean: bool, live: set[int], shutting: set[int]
+    ) -> tuple[int, str | None]:
+        state = self.zk.partition_state(topic, partition) if replicas else None
+        if not replicas or state is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist"
+        if unclean:
+            if state.leader != NO_LEADER and state.leader in live:
+                return ErrorCode.ELECTION_NOT_NEEDED, None
+            choice = elect_leader(replicas, state.isr, live, unclean=True, exclude=shutting)
+            if choice is None:
+                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no live replica of {topic}-{partition}"
+            leader, isr = choice
+            why = "unclean election asked for" if leader not in state.isr else "election asked for"
+        else:
+            leader, isr = replicas[0], state.isr
+            if state.leader == leader:
+                return ErrorCode.ELECTION_NOT_NEEDED, None
+            if leader not in live or leader in shutting or leader not in state.isr:
+                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, f"preferred replica {leader} is not live and in the isr"
+            why = "preferred replica election asked for"
+        try:
+            self._write(topic, partition, state, leader, state.leader_epoch + 1, isr, why)
+        except ZkVersionConflictError:
+            return ErrorCode.NOT_CONTROLLER, "the partition state changed meanwhile; try again"
+        return ErrorCode.NONE, None
+
+    # -- partition reassignment (kafka-reassign-partitions, /admin/reassign_partitions) ---------------
+
+    def _reassign(self) -> None:
+        """One pass over the requested reassignments: each partition moves a step (Kafka's order:
+        add the new replicas, wait until they are in the ISR, move leadership into the target,
+        drop the old replicas); finished ones leave the znode, which goes when empty."""
+        found = self.zk.read(ReassignPartitionsZNode.path(), retry=True)
+        if found is None or not found[0]:
+            return
+        try:
+            wanted = ReassignPartitionsZNode.decode(found[0])
+        except (ValueError, KeyError, TypeError):
+            log.warning("controller: ignoring an unreadable %s", ReassignPartitionsZNode.path())
+            self.zk.delete(ReassignPartitionsZNode.path(), version=found[1].version)
+            return
+        live, _ = self._live()
+        finished = []
+        for (topic, partition), target in sorted(wanted.items()):
+            try:
+                if self._reassign_step(topic, partition, target, live):
+                    finished.append((topic, partition))
+            except ZkVersionConflictError:
+                pass  # the state moved meanwhile: the next pass reads it again
+        remaining = {tp: target for tp, target in wanted.items() if tp not in finished}
+        try:
+            if finished and remaining:
+                self.zk.set_data(ReassignPartitionsZNode.path(), ReassignPartitionsZNode.encode(remaining),
+                                 version=found[1].version)
+            elif finished:
+                self.zk.delete(ReassignPartitionsZNode.path(), version=found[1].version)
+        except (ZkVersionConflictError, BadVersionError):
+            remaining = wanted  # a new request was added meanwhile: read it all again
+        if remaining and self.active and not self._stopped.is_set():
+            timer = threading.Timer(REASSIGN_CHECK_S, lambda: self._events.put(("reassign",)))
+            timer.daemon = True
+            timer.start()
+
+    def _reassign_step(self, topic: str, partition: int, target: list[int], live: set[int]) -> bool:
+        """Move one partition a step towards ``target``; True when it is done (or cannot be done)."""
+        assignment = self.zk.topic_assignment(topic)
+        if assignment is None or partition not in assignment or not target or len(set(target)) != len(target):
+            log.warning("controller: dropping the reassignment of %s-%d to %s: no such partition or bad replicas",
+                        topic, partition, target)
+            return True
+        current = assignment[partition]
+        state = self.zk.partition_state(topic, partition)
+        if state is None:
+            return False
+        if any(b not in current for b in target):
+            assignment[partition] = list(target) + [b for b in current if b not in target]
+            self.zk.set_topic_assignment(topic, assignment)
+            # a new leader epoch makes the leader track the added replicas, which start fetching
+            self._write(topic, partition, state, state.leader, state.leader_epoch + 1, state.isr,
+                        f"reassignment adds replicas {[b for b in target if b not in current]}")
+            return False
+        if not all(b in state.isr for b in target):
+            return False  # the new replicas are still catching up
+        if state.leader not in target or state.leader not in live:
+            candidates = [b for b in target if b in live and b in state.isr]
+            if not candidates:
+                return False
+            self._write(topic, partition, state, candidates[0], state.leader_epoch + 1, state.isr,
+                        "reassignment moves leadership into the target replicas")
+            return False
+        if current != target:
+            assignment[partition] = list(target)
+            self.zk.set_topic_assignment(topic, assignment)
+            new_isr = [b for b in state.isr if b in target]
+            self._write(topic, partition, state, state.leader, state.leader_epoch + 1, new_isr,
+                        f"reassignment to {target} complete")
+        return True
 
 
 @dataclass

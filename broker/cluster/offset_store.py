@@ -21,6 +21,8 @@ from typing import Any
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from broker.cluster.zkdata import (
+    ConsumerGroupZNode,
+    ConsumerIdsZNode,
     ConsumerOffsetMetadataZNode,
     ConsumerOffsetsZNode,
     ConsumerOffsetZNode,
@@ -191,3 +193,35 @@ class ZkOffsetStore:
             return sorted(self.zk.get_children(ConsumersZNode.path()))
         except NoNodeError:
             return []
+
+    # -- deletes (DeleteGroups, OffsetDelete) ---------------------------------------------------
+
+    def zk_members(self, group: str) -> list[str]:
+        """The live ZooKeeper consumers registered in ``group`` (/consumers/<g>/ids)."""
+        try:
+            return sorted(self.zk.get_children(ConsumerIdsZNode.path(group)))
+        except NoNodeError:
+            return []
+
+    def delete_group(self, group: str) -> bool:
+        """Remove /consumers/<g> and everything under it; False when there was nothing to remove."""
+        try:
+            self.zk.delete(ConsumerGroupZNode.path(group), recursive=True)
+        except NoNodeError:
+            return False
+        return True
+
+    def delete(self, group: str, partitions: Iterable[TopicPartition]) -> None:
+        """Remove these partitions' committed offsets (and metadata); a topic left with none goes too."""
+        topics = set()
+        for topic, partition in partitions:
+            topics.add(topic)
+            try:
+                self.zk.delete(ConsumerOffsetZNode.path(group, topic, partition), recursive=True)
+            except NoNodeError:
+                pass
+        for topic in topics:
+            try:
+                self.zk.delete(ConsumerOffsetsZNode.path(group, topic))  # only when empty
+            except (NoNodeError, KazooException):
+                pass

@@ -24,6 +24,7 @@ from broker.cluster.zkdata import (
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerInfo,
+    ConfigChangeNotificationZNode,
     ConfigEntityZNode,
     ConfigType,
     ControlledShutdownZNode,
@@ -42,9 +43,11 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "BrokerIdInUseError", "BrokerInfo", "PartitionState", "ZkClient", "ZkConnectionError", "ZkError",
-    "ZkVersionConflictError", "split_connect_string", "validate_topic_name",
+    "ZkSessionLostError", "ZkVersionConflictError", "split_connect_string", "validate_topic_name",
 ]
 
+#: how long a /config/changes notification is kept (Kafka's 15 minutes)
+CONFIG_CHANGE_EXPIRY_MS = 15 * 60 * 1000
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
@@ -60,8 +63,19 @@ class BrokerIdInUseError(ZkError):
     """Another live broker (another ZooKeeper session) holds /brokers/ids/<id>."""
 
 
+class ZkSessionLostError(ZkError):
+    """The call failed because the session expired or the connection closed (a paused or
+    partitioned broker); a new session follows and the broker re-reads its state then."""
+
+
 class ZkVersionConflictError(ZkError):
     """A conditional update lost: the node changed (or vanished) since it was read."""
+
+
+def restart_wait_s(stale_wait_s: float) -> float:
+    """How long a restarted broker waits for its own earlier registration to expire: ZooKeeper
+    expires sessions in tick buckets and late when busy, so well past the session timeout."""
+    return max(3 * stale_wait_s, stale_wait_s + 10.0)
 
 
 def split_connect_string(connect: str) -> tuple[str, str]:
@@ -303,8 +317,10 @@ class ZkClient:
     ) -> None:
         """Write /brokers/ids/<id> (ephemeral) in Kafka's v4 JSON.
 
-        If another session holds the id: wait up to ``stale_wait_s`` for it to expire (a
-        restart after kill -9 finds its old node until the session timeout), then raise
+        If another session holds the id, wait (bounded, saying so in one log line) for it to expire:
+        up to ``stale_wait_s`` when the holder advertises other endpoints (perhaps a live duplicate),
+        and longer when it advertises ours, which only an earlier run of this very broker (killed,
+        its port now ours) can have done: ZooKeeper may expire that session late. Then raise
         BrokerIdInUseError. Registering again on our own session just updates the node.
         ``security_protocol_map`` (listener.security.protocol.map) maps each endpoint's
         listener name to its protocol; only the endpoints' names are written, as Kafka does."""
@@ -312,7 +328,8 @@ class ZkClient:
         protocols = {e.name: (security_protocol_map or {}).get(e.name, e.name) for e in eps}
         data = BrokerIdZNode.encode(eps, rack, jmx_port, protocols)
         path = BrokerIdZNode.path(broker_id)
-        deadline = time.monotonic() + stale_wait_s
+        started = time.monotonic()
+        announced = False
         while True:
             if self.create(path, data, ephemeral=True, retry=True):
                 break
@@ -324,13 +341,23 @@ class ZkClient:
             if stat.ephemeralOwner == self.session_id:
                 self.set_data(path, data)
                 break
-            remaining = deadline - time.monotonic()
+            holder = BrokerIdZNode.decode(broker_id, raw).endpoints
+            ours = sorted(map(str, holder)) == sorted(map(str, eps))
+            bound = restart_wait_s(stale_wait_s) if ours else stale_wait_s
+            remaining = started + bound - time.monotonic()
             if remaining <= 0:
-                holder = ",".join(str(e) for e in BrokerIdZNode.decode(broker_id, raw).endpoints) or "unknown endpoints"
+                where = ",".join(str(e) for e in holder) or "unknown endpoints"
                 raise BrokerIdInUseError(
                     f"broker.id {broker_id} is already registered in ZooKeeper at {self.connect} "
-                    f"by a live broker ({holder})"
+                    f"by a live broker ({where})"
+                    + (f" and its session did not expire within {bound:g}s" if ours else "")
                 ) from None
+            if not announced:
+                announced = True
+                log.warning(
+                    "broker.id %d is still registered by %s (session 0x%x); waiting up to %.0fs for ZooKeeper to expire it",
+                    broker_id, "an earlier run of this broker" if ours else "another session", stat.ephemeralOwner, remaining,
+                )
             gone = threading.Event()
             if self._zk.exists(path, watch=lambda _e, gone=gone: gone.set()) is not None:
                 gone.wait(min(remaining, 0.5))
@@ -407,6 +434,55 @@ class ZkClient:
         data = ConfigEntityZNode.encode(config)
         if not self.create(path, data, retry=True):
             self.set_data(path, data, retry=True)
+
+    def entity_config(self, entity_type: str, name: str) -> dict[str, str]:
+        """The dynamic config of /config/<type>/<name> (topics, brokers, users); empty when none."""
+        found = self.read(ConfigEntityZNode.path(entity_type, name), retry=True)
+        return {} if found is None else ConfigEntityZNode.decode(found[0])
+
+    def change_entity_config(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
+        """Replace /config/<type>/<name>, then add a /config/changes notification so every broker
+        applies it (Kafka's AdminZkClient.changeConfigs)."""
+        path = ConfigEntityZNode.path(entity_type, name)
+        data = ConfigEntityZNode.encode(config)
+        if not self.create(path, data, retry=True):
+            self.set_data(path, data, retry=True)
+        self._zk.retry(
+            self._zk.create, ConfigChangeNotificationZNode.create_path(),
+            ConfigChangeNotificationZNode.encode(entity_type, name), sequence=True, makepath=True,
+        )
+        self._purge_config_changes()
+
+    def _purge_config_changes(self) -> None:
+        """Delete notifications older than CONFIG_CHANGE_EXPIRY_MS, as Kafka's brokers do: every
+        broker has applied them by then, and a broker that starts later reads the configs whole."""
+        cutoff_ms = time.time() * 1000 - CONFIG_CHANGE_EXPIRY_MS
+        for _, child in self.config_changes()[:-1]:  # the newest stays: it marks where brokers are
+            path = f"{ConfigChangeNotificationZNode.path()}/{child}"
+            stat = self._zk.exists(path)
+            if stat is None or stat.ctime >= cutoff_ms:
+                break
+            self.delete(path)
+
+    def config_changes(self) -> list[tuple[int, str]]:
+        """(sequence number, znode name) of every pending /config/changes notification, oldest first."""
+        prefix = ConfigChangeNotificationZNode.PREFIX
+        found = [c for c in self.children(ConfigChangeNotificationZNode.path(), retry=True) if c.startswith(prefix)]
+        return sorted((int(c[len(prefix):]), c) for c in found if c[len(prefix):].isdigit())
+
+    def config_change(self, child: str) -> tuple[str, str] | None:
+        """(entity type, name) a notification names; None when it is gone or unreadable."""
+        found = self.read(f"{ConfigChangeNotificationZNode.path()}/{child}", retry=True)
+        if found is None:
+            return None
+        try:
+            return ConfigChangeNotificationZNode.decode(found[0])
+        except (ValueError, KeyError):
+            return None
+
+    def watch_config_changes(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Like watch_topics, for /config/changes (created if missing)."""
+        return self.watch_children(ConfigChangeNotificationZNode.path(), callback)
 
     def delete_topic(self, name: str) -> None:
         """Remove the topic's nodes (assignment, partition states, config, deletion request)."""

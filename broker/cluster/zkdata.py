@@ -33,6 +33,18 @@ def _partition_list(raw: bytes) -> list[dict[str, Any]]:
     return list(json.loads(raw).get("partitions") or [])
 
 
+def _forbidden_in_znode_name(c: str) -> bool:
+    """ZooKeeper's PathUtils rule: NUL, C0/C1 controls, surrogates, private use and U+FFF0.. are refused."""
+    o = ord(c)
+    return o <= 0x1F or 0x7F <= o <= 0x9F or 0xD800 <= o <= 0xF8FF or o >= 0xFFF0 or c == "/"
+
+
+def is_storable_name(name: str) -> bool:
+    """Whether ``name`` can be one znode name (a group id, a topic, a user): not empty, not '.'
+    or '..', no '/' (it would nest under another entity's node) and no character ZooKeeper refuses."""
+    return bool(name) and name not in (".", "..") and not any(_forbidden_in_znode_name(c) for c in name)
+
+
 # ---------------------------------------------------------------------- values the decoders return
 
 

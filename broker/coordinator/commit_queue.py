@@ -51,6 +51,11 @@ class CommitQueue:
         for key in [k for k in self.written if k[0] == group]:
             del self.written[key]
 
+    def forget(self, keys: list[Key]) -> None:
+        """These offsets' znodes were deleted (OffsetDelete): the next commit creates them again."""
+        for key in keys:
+            self.written.pop(key, None)
+
     def idle(self) -> defer.Deferred:
         """Fires when nothing is pending or being written (shutdown)."""
         if self._in_flight is None and not self._pending:

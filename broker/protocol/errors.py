@@ -79,6 +79,7 @@ class ErrorCode(IntEnum):
     SASL_AUTHENTICATION_FAILED = 58
     UNKNOWN_PRODUCER_ID = 59
     REASSIGNMENT_IN_PROGRESS = 60
+    NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
     INVALID_FETCH_SESSION_EPOCH = 71
@@ -93,6 +94,9 @@ class ErrorCode(IntEnum):
     PREFERRED_LEADER_NOT_AVAILABLE = 80
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
 
@@ -507,6 +511,31 @@ class ReassignmentInProgressError(KafkaError):
     """A partition reassignment is under way."""
 
     errno = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+class EligibleLeadersNotAvailableError(KafkaError):
+    """No replica may lead: none in the ISR is live (or, unclean, none is live at all)."""
+
+    errno = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    retriable = True
+
+
+class ElectionNotNeededError(KafkaError):
+    """The partition already has the leader the election would choose."""
+
+    errno = ErrorCode.ELECTION_NOT_NEEDED
+
+
+class NonEmptyGroupError(KafkaError):
+    """The group has members: it cannot be deleted."""
+
+    errno = ErrorCode.NON_EMPTY_GROUP
+
+
+class GroupSubscribedToTopicError(KafkaError):
+    """The group's members consume the topic: its offsets cannot be deleted."""
+
+    errno = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
 
 
 class GroupIdNotFoundError(KafkaError):

@@ -24,6 +24,7 @@ from broker.coordinator.group import GroupConfig
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
+from broker.server.dynamic_configs import ConfigChangeListener
 from broker.server.handlers import ALL_HANDLERS
 from broker.server.log_cleaner import LogCleanerService
 from broker.server.metadata import BrokerEndpoint, MetadataCache
@@ -80,6 +81,7 @@ class Broker:
         self.metadata = MetadataCache()
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
+        self.config_changes = ConfigChangeListener(self)
         self.dispatcher = Dispatcher(ALL_HANDLERS)
         self.metrics = BrokerMetrics(self)
         self.dispatcher.metrics = self.metrics
@@ -128,7 +130,12 @@ class Broker:
             dirs=", ".join(config.log_dirs),
         )
         self._zk = zk = ZkClient(config.zookeeper_connect, session_timeout_ms=config.zookeeper_session_timeout_ms)
-        zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        try:
+            zk.start(timeout=config.zookeeper_connection_timeout_ms / 1000.0)
+        except BaseException:
+            self._zk = None  # never connected: nothing to close
+            logs.shutdown()
+            raise
         self._replicas = ReplicaManager(
             self.broker_id,
             logs,
@@ -168,6 +175,7 @@ class Broker:
         )
         self._set_brokers(zk.live_brokers())
         zk.watch_children(BrokerIdsZNode.path(), self._on_brokers_changed)
+        self.config_changes.start()  # dynamic broker defaults first: the topics' logs are built on them
         self.cluster_watch.start()
         self.controller = Controller(
             zk,
@@ -315,6 +323,7 @@ class Broker:
     def _stop(self) -> defer.Deferred[None]:
         self._stopping = True
         self.cluster_watch.stop()
+        self.config_changes.stop()
         if self.controller is not None:
             self.controller.stop()
         if self._replicas is not None:

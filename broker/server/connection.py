@@ -11,9 +11,11 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
+from twisted.internet.interfaces import IHalfCloseableProtocol
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from zope.interface import implementer  # type: ignore[import-untyped]
 
 from broker.protocol.errors import ProtocolDecodeError
 from broker.protocol.header import RequestHeader, decode_request_header
@@ -41,8 +43,12 @@ class _Slot:
         self.parts: Any = _PENDING
 
 
+@implementer(IHalfCloseableProtocol)
 class KafkaConnection(Protocol):
-    """Reads Kafka request frames, dispatches them, writes the responses in order."""
+    """Reads Kafka request frames, dispatches them, writes the responses in order.
+
+    A client that half-closes (shuts down its sending side) after its last request still gets
+    every answer; the connection closes once they are written."""
 
     def __init__(self, broker: Broker, dispatcher: Dispatcher) -> None:
         self.broker = broker
@@ -55,6 +61,7 @@ class KafkaConnection(Protocol):
         self._outgoing: deque[Any] = deque()
         self._sending_slice = False
         self._closed = False
+        self._read_closed = False
         self._zero_copy = False
 
     def connectionMade(self) -> None:
@@ -69,6 +76,21 @@ class KafkaConnection(Protocol):
         self._closed = True
         self._slots.clear()
         self._outgoing.clear()
+
+    def readConnectionLost(self) -> None:
+        """The client will send nothing more: answer what it asked, then close."""
+        self._read_closed = True
+        self._buffer.clear()
+        self._close_when_answered()
+
+    def writeConnectionLost(self) -> None:
+        self._close("the client stopped reading")
+
+    def _close_when_answered(self) -> None:
+        if self._read_closed and not self._closed and not self._slots and not self._outgoing and not self._sending_slice:
+            self._closed = True
+            transport: Any = self.transport
+            transport.loseConnection()
 
     def dataReceived(self, data: bytes) -> None:
         if self._closed:
@@ -177,6 +199,7 @@ class KafkaConnection(Protocol):
                 SliceSender(transport, part, self._slice_sent).start()
             else:
                 transport.write(part.read_bytes())
+        self._close_when_answered()
 
     def _slice_sent(self) -> None:
         self._sending_slice = False

@@ -18,7 +18,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from broker.cluster.zk import PartitionState, ZkVersionConflictError
+from broker.cluster.zk import PartitionState, ZkSessionLostError, ZkVersionConflictError
 from broker.protocol.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -159,6 +159,14 @@ class Partition:
         self.maybe_advance_high_watermark()
         return new
 
+    def set_replicas(self, replicas: list[int]) -> None:
+        """The assignment changed (a reassignment): a leader tracks added followers at once and
+        forgets removed ones, whichever of the assignment and the new state arrives first."""
+        self.replicas = list(replicas)
+        if self.role == LEADER:
+            now = self._now_ms()
+            self.followers = {r: self.followers.get(r) or FollowerState(caught_up_ms=now) for r in replicas if r != self.me}
+
     def make_follower(self, replicas: list[int], state: PartitionState) -> bool:
         """Follow under ``state``; True when the leader or epoch changed (refetch, truncate)."""
         changed = self.role != FOLLOWER or state.leader_epoch != self.leader_epoch or state.leader != self.leader
@@ -277,6 +285,8 @@ class Partition:
             self._isr_change_pending = False
             if failure.check(ZkVersionConflictError):
                 log.info("{tp}: isr change lost a race; reloading the state", tp=self.name)
+            elif failure.check(ZkSessionLostError):
+                pass  # the listener's reload reports a lost session once for all partitions
             else:
                 log.failure("{tp}: recording isr {isr}", failure, tp=self.name, isr=new_isr)
             self._listener.isr_write_failed(self)

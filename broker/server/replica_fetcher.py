@@ -248,6 +248,7 @@ class ReplicaFetcher:
         if code == ErrorCode.NONE:
             if p.log.log_end_offset != fetched_at:
                 return
+            p.log.advance_log_start_offset(part["log_start_offset"])  # records the leader deleted (DeleteRecords)
             records = part["records"]
             if records:
                 data = whole_batches(records)

@@ -19,8 +19,9 @@ from typing import Any, NamedTuple, Protocol
 
 from twisted.internet import defer
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
-from broker.cluster.zk import PartitionState
+from broker.cluster.zk import PartitionState, ZkSessionLostError
 from broker.protocol.errors import (
     ErrorCode,
     InvalidRequiredAcksError,
@@ -44,6 +45,8 @@ log = Logger()
 VALID_ACKS = (0, 1, ACKS_ALL)
 #: "wake every waiting consumer": the high watermark moved by an unknown number of bytes
 WAKE_ALL_BYTES = 1 << 62
+#: a lost ZooKeeper session is reported at most once per this many seconds
+SESSION_LOST_WARN_S = 60.0
 
 
 class PartitionStateStore(Protocol):
@@ -135,25 +138,69 @@ class ReplicaManager:
         self.replica_fetches = FetchPurgatory(self.clock)  # followers: woken by appends
         self.produces = ProducePurgatory(self.clock)  # acks=all: woken when the high watermark moves
         self.now_ms = millis(self.clock)
+        self._session_lost_warned_at = float("-inf")
+        self.topic_overrides: dict[str, dict[str, str]] = {}  # each topic's /config/topics overrides
 
     # -- topics -----------------------------------------------------------------------------
 
     def apply_topic(self, topic: str, assignment: dict[int, list[int]], overrides: dict[str, str]) -> None:
-        """Record a topic's partitions (keeping known leaders) and create the hosted logs."""
+        """Record a topic's partitions (keeping known leaders) and create the hosted logs. The
+        logs take the topic's config when it is first seen (logs loaded at start were opened with
+        the broker defaults) and whenever its overrides change (a dynamic topic config)."""
         config = self.base_config.with_overrides(overrides) if overrides else self.base_config
+        changed = self.topic_overrides.get(topic) != overrides
+        self.topic_overrides[topic] = dict(overrides)
         known = self.metadata.topics.get(topic, {})
         partitions: dict[int, PartitionInfo] = {}
         for index, replicas in sorted(assignment.items()):
             info = known.get(index) or PartitionInfo(topic, index, list(replicas))
             info.replicas = list(replicas)
             partitions[index] = info
-            if self.broker_id in replicas and (topic, index) not in self.partitions:
+            hosted = self.partitions.get((topic, index))
+            if self.broker_id not in replicas:
+                if hosted is not None:
+                    self._drop_replica(topic, index)  # reassigned away from this broker
+                continue
+            if hosted is None:
                 plog = self.logs.get_or_create(topic, index, config)
                 self.partitions[(topic, index)] = Partition(topic, index, plog, self.broker_id, self, self.now_ms)
+                if changed:
+                    plog.update_config(config)
+                if self.versions.pop((topic, index), None) is not None:
+                    self.reload_state(topic, index)  # a state arrived before the replica was ours: take its role now
+            else:
+                if changed:
+                    hosted.log.update_config(config)
+                if hosted.replicas and hosted.replicas != replicas:
+                    hosted.set_replicas(replicas)
         self.metadata.set_topic(topic, partitions)
+
+    def _drop_replica(self, topic: str, partition: int) -> None:
+        """This broker is no longer a replica (a reassignment moved it): stop and delete the log."""
+        tp = (topic, partition)
+        log.info("{t}-{p}: no longer a replica here; deleting the local log", t=topic, p=partition)
+        self._stop_role(tp)
+        p = self.partitions.pop(tp)
+        self.versions.pop(tp, None)
+        if p.is_leader:
+            self._leadership_changed(p)
+        if self.logs.get(topic, partition) is not None:
+            self.logs.delete(topic, partition)
+
+    def set_base_config(self, config: LogConfig) -> None:
+        """New broker-wide log defaults (a dynamic broker config): every hosted log takes them,
+        under its topic's overrides."""
+        self.base_config = config
+        by_topic: dict[str, LogConfig] = {}
+        for (topic, _), p in list(self.partitions.items()):
+            if topic not in by_topic:
+                overrides = self.topic_overrides.get(topic)
+                by_topic[topic] = config.with_overrides(overrides) if overrides else config
+            p.log.update_config(by_topic[topic])
 
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic and delete its local logs."""
+        self.topic_overrides.pop(topic, None)
         for partition in list(self.metadata.topics.get(topic, {})):
             tp = (topic, partition)
             self._stop_role(tp)
@@ -204,9 +251,23 @@ class ReplicaManager:
     def reload_state(self, topic: str, partition: int) -> None:
         d = self.states.read_state(topic, partition)
         d.addCallbacks(
-            lambda state: self.apply_state(topic, partition, state),
-            lambda f: log.failure("reloading the state of {t}-{p}", f, t=topic, p=partition),
+            lambda state: self.apply_state(topic, partition, state), self._reload_failed, errbackArgs=(topic, partition)
         )
+
+    def _reload_failed(self, failure: Failure, topic: str, partition: int) -> None:
+        """A lost ZooKeeper session (a paused, zombie leader) is one warning per SESSION_LOST_WARN_S,
+        not a traceback per partition: the new session's topic reload repairs every partition."""
+        if not failure.check(ZkSessionLostError):
+            log.failure("reloading the state of {t}-{p}", failure, t=topic, p=partition)
+            return
+        now = self.clock.seconds()
+        if now - self._session_lost_warned_at >= SESSION_LOST_WARN_S:
+            self._session_lost_warned_at = now
+            log.warn(
+                "ZooKeeper session lost: partition states cannot be written or read until the new session "
+                "({error}); leadership here may be stale",
+                error=failure.getErrorMessage(),
+            )
 
     def _stop_role(self, tp: TopicPartition) -> None:
         self.fetchers.remove(tp)

@@ -21,6 +21,7 @@ from broker.protocol.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidTopicError,
+    PolicyViolationError,
     UnknownTopicOrPartitionError,
 )
 
@@ -73,6 +74,39 @@ def wait_for_leaders(zk: ZkClient, name: str, partitions: list[int] | None = Non
         if all(s is not None and s.leader >= 0 for s in states):
             return
         time.sleep(0.05)
+
+
+class PartitionBudget:
+    """``max.partitions.per.request`` over one CreateTopics or CreatePartitions request: checked
+    before any work, so an absurd count is refused at once."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, name: str, count: int) -> None:
+        """Reserve ``count`` new partitions for topic ``name``, or raise Kafka's error."""
+        if count > self.limit:
+            raise InvalidPartitionsError(
+                f"Topic '{name}': {count} new partitions exceed max.partitions.per.request ({self.limit})."
+            )
+        if self.used + count > self.limit:
+            raise PolicyViolationError(
+                f"Topic '{name}': the request creates more than max.partitions.per.request ({self.limit}) partitions."
+            )
+        self.used += count
+
+
+def check_broker_partition_counts(hosted: dict[int, int], added: dict[int, list[int]], limit: int) -> None:
+    """``max.broker.partition.count``: PolicyViolationError when ``added`` (partition -> replicas)
+    would put more than ``limit`` replicas on a broker already hosting ``hosted[broker]``."""
+    counts = dict(hosted)
+    for replicas in added.values():
+        for b in replicas:
+            counts[b] = counts.get(b, 0) + 1
+    over = sorted(b for b, n in counts.items() if n > limit and n > hosted.get(b, 0))
+    if over:
+        raise PolicyViolationError(f"Brokers {over} would host more than max.broker.partition.count ({limit}) partitions.")
 
 
 class TopicAdmin:
@@ -129,10 +163,25 @@ class TopicAdmin:
         zk = self.broker.zk
         if assignment is None:
             assignment = assign_replicas(sorted(zk.live_brokers()), num_partitions, replication_factor)
+        self._check_broker_limits(assignment)
         if validate_only:
             return
         zk.create_topic(name, assignment, configs)
         wait_for_leaders(zk, name)
+
+    def new_partition_count(self, name: str, num_partitions: int, assignment: dict | list | None) -> int:
+        """How many partitions a CreateTopics entry creates (-1: num.partitions)."""
+        if assignment:
+            return len(assignment)
+        return self.broker.config.num_partitions if num_partitions == -1 else max(num_partitions, 0)
+
+    def _check_broker_limits(self, added: dict[int, list[int]]) -> None:
+        hosted: dict[int, int] = {}
+        for partitions in list(self.broker.metadata.topics.values()):
+            for info in list(partitions.values()):
+                for b in info.replicas:
+                    hosted[b] = hosted.get(b, 0) + 1
+        check_broker_partition_counts(hosted, added, self.broker.config.max_broker_partition_count)
 
     def delete(self, name: str) -> defer.Deferred[None]:
         """Delete a topic from ZooKeeper and this broker's logs."""
@@ -178,6 +227,7 @@ class TopicAdmin:
             added = {have + i: list(r) for i, r in enumerate(assignment)}
         else:
             added = assign_replicas(live, count - have, replication_factor, start_partition=have)
+        self._check_broker_limits(added)
         if validate_only:
             return
         zk.set_topic_assignment(name, {**current, **added})

@@ -643,6 +643,24 @@ class PartitionLog:
                 self._delete_oldest(count)
             return count
 
+    def advance_log_start_offset(self, offset: int) -> bool:
+        """Make ``offset`` the first readable offset (DeleteRecords, or a follower taking its
+        leader's), never past the high watermark; whole segments below it are deleted. Returns
+        whether the log start moved."""
+        with self._lock:
+            self._check_open()
+            target = min(offset, self.high_watermark)
+            if target <= self._lso:
+                return False
+            self._lso = target
+            segments = self._segments
+            count = 0
+            while count < len(segments) - 1 and segments[count + 1].base_offset <= target:
+                count += 1
+            if count:
+                self._delete_oldest(count)
+            return True
+
     def _delete_oldest(self, count: int) -> None:
         doomed = self._segments[:count]
         del self._segments[:count]

@@ -5,14 +5,34 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from broker.config import ConfigError, load_with_overrides
+
+if TYPE_CHECKING:
+    from broker.cluster.zk import ZkClient
 
 
 class CommandError(Exception):
     """A failure to report as one line, without a traceback."""
+
+
+@contextmanager
+def zookeeper_session(connect: str) -> Iterator[ZkClient]:
+    """A tool's ZooKeeper session (``--zookeeper``): started, or a CommandError; closed after."""
+    from broker.cluster.zk import ZkClient, ZkError
+
+    try:
+        zk = ZkClient(connect, session_timeout_ms=6000, connection_timeout_ms=10000)
+        zk.start()
+    except ZkError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        yield zk
+    finally:
+        zk.stop()
 
 
 def client_config(config_file: str | None, overrides: Sequence[str], bootstrap: str | None,

@@ -19,7 +19,7 @@ from broker.cluster.offset_store import ZkOffsetStore
 from broker.cluster.zk import ZkClient, ZkError
 from broker.cluster.zkdata import ConsumerGroupZNode, ConsumerOwnersZNode, ConsumerOwnerZNode
 from broker.protocol.errors import KafkaError
-from broker.tools import CommandError
+from broker.tools import CommandError, group_deletes
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID")
 BOOTSTRAP_HEADER = HEADER + ("HOST", "CLIENT-ID")
@@ -33,9 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions.add_argument("--list", action="store_true", help="list the groups")
     actions.add_argument("--describe", action="store_true", help="describe a group: offsets, lag, owners")
     parser.add_argument("--group", help="the group to describe")
+    group_deletes.add_arguments(parser, actions)
 
 
 def run(args: argparse.Namespace) -> int:
+    if group_deletes.wanted(args):
+        return group_deletes.run(args)
     if args.describe and not args.group:
         raise CommandError("--describe needs --group")
     if args.bootstrap_server:

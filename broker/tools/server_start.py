@@ -4,6 +4,7 @@ in the foreground until SIGTERM or SIGINT, then shut down cleanly."""
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 
@@ -16,6 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="override a property (repeatable)"
     )
+    parser.add_argument("--verbose", action="store_true", help="log the traceback of a failure to start")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,6 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from broker.server.broker import Broker
 
     globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stdout)], redirectStandardIO=False)
+    # kazoo's and our ZooKeeper module's warnings (connection retries, a registration wait) are log
+    # lines too: to the log, never stderr, where a failure to start says why in one line
+    logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(asctime)s [%(name)s] %(message)s")
     unknown = config.unknown_keys()
     if unknown:
         Logger().warn("ignoring unknown properties: {keys}", keys=", ".join(sorted(unknown)))
@@ -45,8 +50,9 @@ def run(args: argparse.Namespace) -> int:
         broker.start()
     except BrokerIdInUseError as exc:
         raise CommandError(str(exc)) from exc
-    except Exception as exc:  # a broker that cannot start says why in one line; the log has the trace
-        Logger().failure("broker {id} failed to start", id=config.broker_id)
+    except Exception as exc:  # a broker that cannot start says why in one line; --verbose logs the trace
+        if args.verbose:
+            Logger().failure("broker {id} failed to start", id=config.broker_id)
         raise CommandError(f"broker {config.broker_id} failed to start: {exc}") from exc
     reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
     reactor.callWhenRunning(lambda: held_signals and reactor.stop())

@@ -35,6 +35,9 @@ EXPECTED_RANGES = {
     ApiKey.API_VERSIONS: (0, 2), ApiKey.CREATE_TOPICS: (0, 4), ApiKey.DELETE_TOPICS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1), ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 3), ApiKey.DESCRIBE_CONFIGS: (0, 3),
     ApiKey.SASL_AUTHENTICATE: (0, 1), ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.DELETE_RECORDS: (0, 1), ApiKey.ALTER_CONFIGS: (0, 1), ApiKey.DESCRIBE_LOG_DIRS: (0, 1),
+    ApiKey.DELETE_GROUPS: (0, 1), ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0), ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.ELECT_LEADERS: (0, 1),
 }
 
 
@@ -115,7 +118,8 @@ def _old_classes() -> dict[str, type]:
 
 
 THEIRS = _their_classes()
-OLD = _old_classes()
+# kafka.protocol.old declares DescribeLogDirsRequest v0's partitions as one int32, not Kafka's []int32.
+OLD = {name: cls for name, cls in _old_classes().items() if name != "DescribeLogDirsRequest_v0"}
 _BITFIELDS = {"cluster_authorized_operations", "authorized_operations", "topic_authorized_operations"}
 THEIR_RENAMES = {"OffsetCommitRequest": {"generation_id_or_member_epoch": "generation_id"}}
 

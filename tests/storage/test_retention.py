@@ -100,3 +100,19 @@ def test_log_start_offset_survives_reopen(tmp_path) -> None:
     assert again.log_start_offset == start
     with pytest.raises(OffsetOutOfRangeError):
         again.read(0, 100)
+
+
+def test_advancing_the_log_start_offset_deletes_records_below_it(tmp_path) -> None:
+    """DeleteRecords: the log start moves (never past the high watermark), whole segments below
+    it go, the offset survives a reopen through the checkpoint the manager writes."""
+    log = open_log(tmp_path / "t-0", segment_bytes=400)
+    _fill(log, 20)  # offsets 0..79, 4 records a batch
+    segments_before = len(log.segment_base_offsets())
+    assert log.advance_log_start_offset(42)
+    assert log.log_start_offset == 42
+    assert log.segment_base_offsets()[0] <= 42 and len(log.segment_base_offsets()) < segments_before
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(41, 1000)
+    assert read_from(log, 42)[-1] == (79, b"0019")
+    assert not log.advance_log_start_offset(10), "the log start never moves back"
+    assert log.advance_log_start_offset(10**6) and log.log_start_offset == log.high_watermark == 80

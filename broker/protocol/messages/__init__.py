@@ -5,7 +5,7 @@ the server and the clients use; the declarations live in one module per area.
 """
 
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.messages import admin, fetch, group, metadata, produce, sasl
+from broker.protocol.messages import admin, fetch, group, metadata, operations, produce, sasl
 from broker.protocol.schema import MessageSchema
 
 # ApiKey -> (request, response), in ApiKey order.
@@ -32,6 +32,15 @@ _PAIRS: dict[ApiKey, tuple[MessageSchema, MessageSchema]] = {
     ApiKey.DESCRIBE_CONFIGS: (admin.DESCRIBE_CONFIGS_REQUEST, admin.DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (sasl.SASL_AUTHENTICATE_REQUEST, sasl.SASL_AUTHENTICATE_RESPONSE),
     ApiKey.CREATE_PARTITIONS: (admin.CREATE_PARTITIONS_REQUEST, admin.CREATE_PARTITIONS_RESPONSE),
+    ApiKey.DELETE_RECORDS: (operations.DELETE_RECORDS_REQUEST, operations.DELETE_RECORDS_RESPONSE),
+    ApiKey.ALTER_CONFIGS: (operations.ALTER_CONFIGS_REQUEST, operations.ALTER_CONFIGS_RESPONSE),
+    ApiKey.DESCRIBE_LOG_DIRS: (operations.DESCRIBE_LOG_DIRS_REQUEST, operations.DESCRIBE_LOG_DIRS_RESPONSE),
+    ApiKey.DELETE_GROUPS: (operations.DELETE_GROUPS_REQUEST, operations.DELETE_GROUPS_RESPONSE),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        operations.INCREMENTAL_ALTER_CONFIGS_REQUEST, operations.INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+    ),
+    ApiKey.OFFSET_DELETE: (operations.OFFSET_DELETE_REQUEST, operations.OFFSET_DELETE_RESPONSE),
+    ApiKey.ELECT_LEADERS: (operations.ELECT_LEADERS_REQUEST, operations.ELECT_LEADERS_RESPONSE),
 }
 
 REQUESTS: dict[ApiKey, MessageSchema] = {key: pair[0] for key, pair in _PAIRS.items()}

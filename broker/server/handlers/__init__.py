@@ -1,15 +1,21 @@
 """One module per Kafka API; ``ALL_HANDLERS`` is the dispatch table's content."""
 
 from broker.server.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
+    delete_records,
     delete_topics,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -17,6 +23,7 @@ from broker.server.handlers import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offset_for_leader_epoch,
     produce,
@@ -46,5 +53,12 @@ ALL_HANDLERS = [
         offset_fetch,
         list_groups,
         describe_groups,
+        delete_records,
+        describe_log_dirs,
+        delete_groups,
+        offset_delete,
+        alter_configs,
+        incremental_alter_configs,
+        elect_leaders,
     )
 ]

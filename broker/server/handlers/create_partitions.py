@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
-from broker.protocol.errors import InvalidRequestError
+from broker.protocol.errors import InvalidRequestError, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
 from broker.server.handlers.create_topics import topic_result
+from broker.server.topics import PartitionBudget
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -20,9 +21,16 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
     topics = request["topics"]
     names = [t["name"] for t in topics]
     attempts = []
+    budget = PartitionBudget(broker.config.max_partitions_per_request)
     for topic in topics:
         if names.count(topic["name"]) > 1:
             attempts.append(defer.fail(InvalidRequestError(f"topic {topic['name']} appears more than once in the request")))
+            continue
+        have = len(broker.metadata.topics.get(topic["name"], {}))
+        try:
+            budget.take(topic["name"], max(topic["count"] - have, 0))
+        except KafkaError as exc:
+            attempts.append(defer.fail(exc))
             continue
         assignment = [list(a["broker_ids"]) for a in topic["assignments"]] if topic.get("assignments") else None
         attempts.append(

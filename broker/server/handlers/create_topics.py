@@ -6,10 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from broker.protocol.errors import ErrorCode, InvalidRequestError
+from broker.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
+from broker.server.topics import PartitionBudget
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -21,11 +22,17 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
     for topic in topics:
         counts[topic["name"]] = counts.get(topic["name"], 0) + 1
     attempts = []
+    budget = PartitionBudget(broker.config.max_partitions_per_request)
     for topic in topics:
         if counts[topic["name"]] > 1:
             attempts.append(defer.fail(InvalidRequestError(f"topic {topic['name']} appears more than once in the request")))
             continue
         assignment = {a["partition_index"]: list(a["broker_ids"]) for a in topic.get("assignments") or []} or None
+        try:
+            budget.take(topic["name"], broker.topics.new_partition_count(topic["name"], topic["num_partitions"], assignment))
+        except KafkaError as exc:
+            attempts.append(defer.fail(exc))
+            continue
         configs = {c["name"]: c["value"] for c in topic.get("configs") or []}
         attempts.append(
             broker.topics.create(

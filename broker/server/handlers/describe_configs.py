@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 
+from broker.cluster.zkdata import ConfigType
 from broker.protocol.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
@@ -20,6 +21,8 @@ TOPIC = 2
 BROKER = 4
 # Kafka's ConfigSource ids.
 DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
@@ -57,10 +60,21 @@ def _topic_configs(broker: Broker, topic: str) -> defer.Deferred[list[dict]]:
     return d.addCallback(merge)
 
 
-def _broker_configs(broker: Broker, name: str) -> list[dict]:
+def _broker_configs(broker: Broker, name: str) -> defer.Deferred[list[dict]]:
+    """server.properties, under the dynamic cluster default, under this broker's dynamic keys."""
     if name not in ("", str(broker.broker_id)):
         raise InvalidRequestError(f"this is broker {broker.broker_id}, not {name}")
-    return [_entry(key, value, STATIC_BROKER_CONFIG) for key, value in sorted(broker.config.props.items())]
+
+    def read() -> list[dict]:
+        layers = [
+            (STATIC_BROKER_CONFIG, broker.config.props),
+            (DYNAMIC_DEFAULT_BROKER_CONFIG, broker.zk.entity_config(ConfigType.BROKER, ConfigType.DEFAULT_BROKER)),
+            (DYNAMIC_BROKER_CONFIG, broker.zk.entity_config(ConfigType.BROKER, str(broker.broker_id))),
+        ]
+        effective = {key: (value, source) for source, props in layers for key, value in props.items()}
+        return [_entry(key, value, source) for key, (value, source) in sorted(effective.items())]
+
+    return threads.deferToThread(read)
 
 
 def _entry(name: str, value: str, source: int) -> dict:
@@ -68,7 +82,7 @@ def _entry(name: str, value: str, source: int) -> dict:
     return {
         "name": name,
         "value": None if sensitive else value,
-        "read_only": source != DYNAMIC_TOPIC_CONFIG,
+        "read_only": source not in (DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG),
         "is_default": source == DEFAULT_CONFIG,
         "config_source": source,
         "is_sensitive": sensitive,

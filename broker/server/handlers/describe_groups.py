@@ -36,10 +36,10 @@ def _describe(broker: Broker, group_id: str, has_offsets: set[str]) -> dict:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     group_ids = list(request["groups"])
-    unknown = [g for g in group_ids if broker.coordinator is not None and broker.coordinator.group(g) is None]
+    unknown = [g for g in group_ids if coordinator_error(broker, g) is None and broker.coordinator.group(g) is None]
 
     def stored() -> set[str]:
-        return {g for g in unknown if g and broker.coordinator.store.has_offsets(g)}
+        return {g for g in unknown if broker.coordinator.store.has_offsets(g)}
 
     d = threads.deferToThread(stored) if unknown else defer.succeed(set())
     return d.addCallback(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
+from broker.cluster.zkdata import is_storable_name
 from broker.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -15,8 +16,9 @@ if TYPE_CHECKING:
 
 
 def coordinator_error(broker: Broker, group_id: str) -> int | None:
-    """None when this broker coordinates ``group_id``; else the error to answer."""
-    if not group_id:
+    """None when this broker coordinates ``group_id``; else the error to answer (INVALID_GROUP_ID for
+    an id ZooKeeper cannot store under /consumers)."""
+    if not is_storable_name(group_id):
         return ErrorCode.INVALID_GROUP_ID
     coordinator = broker.coordinator
     if coordinator is None:

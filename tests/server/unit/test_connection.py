@@ -107,3 +107,27 @@ def test_a_handler_failure_closes_the_connection() -> None:
     connection, transport = connect(unstarted_broker(), Dispatcher([Handler(ApiKey.API_VERSIONS, 0, 2, fail)]))
     connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 1))
     assert transport.disconnecting and transport.value() == b""
+
+
+def test_a_request_followed_by_a_half_close_is_answered_then_the_connection_closes() -> None:
+    pending: list[defer.Deferred[dict]] = []
+
+    def answer(broker_: object, header: object, body: dict) -> object:
+        pending.append(defer.Deferred())
+        return pending[-1]
+
+    connection, transport = connect(unstarted_broker(), Dispatcher([Handler(ApiKey.API_VERSIONS, 0, 2, answer)]))
+    connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 5))
+    connection.readConnectionLost()  # the client shut down its sending side
+    assert not transport.disconnecting, "an unanswered request keeps the connection open"
+    pending[0].callback({"error_code": 0, "api_keys": [], "throttle_time_ms": 0})
+    assert [cid for cid, _ in responses(transport)] == [5]
+    assert transport.disconnecting
+
+
+def test_a_half_close_with_nothing_pending_closes_at_once() -> None:
+    connection, transport = connect(unstarted_broker())
+    connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 1))
+    assert not transport.disconnecting
+    connection.readConnectionLost()
+    assert transport.disconnecting and [cid for cid, _ in responses(transport)] == [1]

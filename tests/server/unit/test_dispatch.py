@@ -47,6 +47,9 @@ def test_api_versions_advertises_exactly_the_dispatch_table() -> None:
     [(_, body)] = responses(transport)
     advertised = {(k["api_key"], k["min_version"], k["max_version"]) for k in decode(ApiKey.API_VERSIONS, 2, body)["api_keys"]}
     assert advertised == {(h.api_key, h.min_version, h.max_version) for h in ALL_HANDLERS}
+    operator_apis = {(ApiKey.DELETE_RECORDS, 0, 1), (ApiKey.ALTER_CONFIGS, 0, 1), (ApiKey.DESCRIBE_LOG_DIRS, 0, 1),
+                     (ApiKey.DELETE_GROUPS, 0, 1), (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 0), (ApiKey.OFFSET_DELETE, 0, 0)}
+    assert operator_apis <= advertised
 
 
 def test_a_body_that_does_not_fit_its_schema_closes_the_connection() -> None:
