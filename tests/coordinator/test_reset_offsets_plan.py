@@ -4,7 +4,7 @@ its --to-datetime and --by-duration formats, --topic scopes and the NEW-OFFSET t
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -56,9 +56,9 @@ def test_offsets_outside_the_log_go_to_the_nearer_end_with_kafkas_warning() -> N
 
 def test_datetime_and_duration_formats() -> None:
     assert parse_datetime("2026-01-02T03:04:05.678Z") == int(
-        datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc).timestamp() * 1000)
+        datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC).timestamp() * 1000)
     assert parse_datetime("2026-01-02T03:04:05.000+02:00") == int(
-        datetime(2026, 1, 2, 1, 4, 5, tzinfo=timezone.utc).timestamp() * 1000)
+        datetime(2026, 1, 2, 1, 4, 5, tzinfo=UTC).timestamp() * 1000)
     assert parse_duration("PT1H30M") == 90 * 60 * 1000
     assert parse_duration("P1DT2S") == (86400 + 2) * 1000
     for bad in ("yesterday", "2026-01-02"):
