@@ -98,6 +98,7 @@ class TopicSpec:
     format: str = "raw"
     schema: tuple[FieldSpec, ...] = ()
     time_field: str = RECORD_TIMESTAMP
+    require_match: bool = False  # a pattern matching no topic fails the plan (else a warning)
     # extra Great Expectations checks (pipelines.validation): ({"type": "expect_...", "kwargs": {...}}, ...)
     expectations: tuple = field(default=(), compare=False)
 
@@ -437,7 +438,7 @@ def _topic(raw: Any, key: str) -> TopicSpec:
         raw = {"name": raw}
     if not isinstance(raw, Mapping):
         raise _error(key, "must be a topic name or a mapping with name: or pattern:")
-    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations"}, f"{key}.")
+    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations", "require_match"}, f"{key}.")
     name, pattern = raw.get("name"), raw.get("pattern")
     if (name is None) == (pattern is None):
         raise _error(key, "set exactly one of name: or pattern:")
@@ -494,8 +495,11 @@ def _topic(raw: Any, key: str) -> TopicSpec:
             raise _error(f"{key}.time_field", f"{time_field!r} is not a field of the schema")
         if types[time_field] not in ("timestamp", "long", "int"):
             raise _error(f"{key}.time_field", f"{time_field!r} has type {types[time_field]}; use timestamp or long (epoch ms)")
+    require_match = raw.get("require_match", False)
+    if not isinstance(require_match, bool):
+        raise _error(f"{key}.require_match", f"{require_match!r} is not true or false")
     return TopicSpec(name=name, pattern=str(pattern) if pattern is not None else None, format=fmt,
-                     schema=tuple(schema), time_field=time_field,
+                     schema=tuple(schema), time_field=time_field, require_match=require_match,
                      expectations=_expectations(raw.get("expectations"), f"{key}.expectations"))
 
 
