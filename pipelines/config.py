@@ -241,8 +241,16 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise _error(str(path), f"not valid YAML: {exc}") from None
+        raise _error(str(path), yaml_problem(exc)) from None
     return parse_config(raw, overrides=overrides, source=str(path))
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML error as one short phrase: where (line, column) and what, without the quoted source."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"not valid YAML: {where}{problem}"
 
 
 def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: str = "<dict>") -> LoaderConfig:

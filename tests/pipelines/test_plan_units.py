@@ -74,3 +74,13 @@ def test_the_dags_last_step_fails_an_incomplete_run_after_reporting_it(tmp_path)
     assert report_step(str(config), "all", info)["run_id"] == "r1"
     with pytest.raises(IncompleteRunError, match="run r1 is incomplete: no leader for orders-1"):
         report_step(str(config), "all", {**info, "unavailable": {"orders": [1]}})
+
+
+def test_broken_yaml_is_one_short_line_with_its_place(tmp_path):
+    from pipelines.config import load_config
+
+    bad = tmp_path / "loader.yaml"
+    bad.write_text("cluster: {bootstrap.servers: '127.0.0.1:9092'\nwarehouse: file:///tmp/w\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(bad)
+    assert str(info.value) == f"{bad}: not valid YAML: line 2, column 1: expected ',' or '}}', but got '<scalar>'"
