@@ -77,9 +77,15 @@ def run(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
+    from broker.client.connection import BrokerConnectionError
+    from broker.cluster.zk import ZkError
+    from broker.protocol.errors import KafkaError
     from mirror.maker import MirrorError, MirrorMaker
 
     try:
         return MirrorMaker(config).run()
     except (MirrorError, ConfigError) as exc:
         raise CommandError(str(exc)) from None
+    except (BrokerConnectionError, KafkaError, ZkError, OSError) as exc:
+        logging.getLogger("mirror").debug("the mirror could not run", exc_info=True)
+        raise CommandError(f"{type(exc).__name__}: {exc}") from None

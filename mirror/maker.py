@@ -281,7 +281,7 @@ class MirrorMaker:
         if cfg.metrics_port:
             self.metrics_server = MetricsServer(MirrorMetrics(self).render, cfg.metrics_host, cfg.metrics_port)
         self.admin = TargetAdmin(self._target_bootstrap())
-        self.target_id = self.admin.cluster_id()
+        self.target_id = self.admin.cluster_id(attempts=4)  # at start-up a target that is down is an error, said soon
         if not self.target_id:
             raise MirrorError("the aggregate cluster did not tell its cluster id (Metadata v2+); cannot prevent loops")
         self.producer = Producer(cfg.producer_props)
@@ -297,7 +297,8 @@ class MirrorMaker:
                 raise MirrorError(f"sources {twin.name} and {source.name} are the same cluster ({source.cluster_id}): "
                                   "give one --consumer.config per source cluster")
             if source.cluster_id == self.target_id:
-                log.warning("source %s is the aggregate cluster itself: every record will be skipped", source.name)
+                raise MirrorError(f"source {source.name} is the aggregate cluster itself (cluster id {self.target_id}): "
+                                  "a mirror must not copy a cluster into itself")
             for i, stream in enumerate(source.streams):
                 counts: dict[tuple[str, str], int] = {}
                 self._counters.append(counts)

@@ -56,12 +56,12 @@ class TargetAdmin:
             time.sleep(min(0.2 * (attempt + 1), 2.0))
         raise last  # type: ignore[misc]
 
-    def cluster_id(self) -> str:
+    def cluster_id(self, attempts: int = 10) -> str:
         def ask(admin: AdminClient) -> str:
             response = admin._conn.request(ApiKey.METADATA, 8, {"topics": [], "allow_auto_topic_creation": False})
             return response.get("cluster_id") or ""
 
-        return self.call(ask)
+        return self.call(ask, attempts)
 
     def close(self) -> None:
         with self._lock:

@@ -68,11 +68,15 @@ def plan_step(path: str, group: str, params: Mapping[str, Any] | None = None) ->
         plan = loader.plan()
         for topic, why in plan.skipped.items():
             log.info("%s: skipped (%s)", topic, why)
+        if plan.unavailable:
+            from pipelines.plan import incomplete_line
+
+            log.warning("%s", incomplete_line(plan.run_id, plan.unavailable))
         log.info("run %s%s: %d topic(s), %d task(s), %d offsets", plan.run_id,
                  " (pending from an earlier run: loading it again)" if plan.resumed else "",
                  len(plan.topics), len(plan.tasks()), plan.offsets)
         return {"run_id": plan.run_id, "mode": "load", "group": group, "topics": _topics(params),
-                "resumed": plan.resumed, "offsets": plan.offsets,
+                "resumed": plan.resumed, "offsets": plan.offsets, "unavailable": plan.unavailable,
                 "ranges": {t: [[p["partition"], p["start"], p["end"]] for p in d["partitions"]]
                            for t, d in plan.topics.items()}}
 
@@ -198,4 +202,10 @@ def report_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
     s["mode"] = info["mode"]
     for line in format_summary(s):
         log.info("%s", line)
+    if info.get("unavailable"):
+        from pipelines.errors import IncompleteRunError
+        from pipelines.plan import incomplete_line
+
+        # what could be loaded is committed; the DAG run must not look complete
+        raise IncompleteRunError(incomplete_line(info["run_id"], info["unavailable"]))
     return s

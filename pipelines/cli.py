@@ -87,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(loader, args, out) -> int:
     from pipelines.progress import format_table
 
-    for result in loader.run():
+    results = loader.run()
+    for result in results:
         print(f"\nrun {result.run_id}{' (finished a pending run)' if result.resumed else ''}: "
               f"{result.records:,} records, {result.errors:,} errors, {result.bytes:,} bytes in {result.seconds:.1f} s"
               f" ({result.records / result.seconds if result.seconds else 0:,.0f} records/s)", file=out)
@@ -101,6 +102,13 @@ def _run(loader, args, out) -> int:
                                       ("tasks", "tasks"), ("records", "records"), ("errors", "errors"),
                                       ("bytes", "bytes"), ("files", "files"), ("min", "first record (UTC)"),
                                       ("max", "last record (UTC)"), ("gap", "gap"), ("status", "status")]), file=out)
+    incomplete = [r for r in results if r.plan.unavailable]
+    if incomplete:
+        from pipelines.plan import incomplete_line
+
+        for r in incomplete:
+            print(f"logbus load: {incomplete_line(r.run_id, r.plan.unavailable)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -116,6 +124,10 @@ def _plan(loader, args, out) -> int:
     rows = [{**r, "records": r["end"] - r["start"], "tasks": sum(1 for s, e in r["ranges"] if e > s),
              "gap": f"{r['gap'][0]}..{r['gap'][1]}" if r.get("gap") else None} for r in plan.rows()]
     print(f"next run: {len(plan.topics)} topic(s), {len(plan.tasks())} task(s), {plan.offsets:,} offsets", file=out)
+    if plan.unavailable:
+        from pipelines.plan import incomplete_line
+
+        print("WARN: " + incomplete_line(plan.run_id, plan.unavailable), file=out)
     if rows:
         print(format_table(rows, [("topic", "topic"), ("partition", "part"), ("start", "start"), ("end", "end"),
                                   ("records", "offsets"), ("tasks", "tasks"), ("leader", "leader"),

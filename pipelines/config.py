@@ -98,6 +98,7 @@ class TopicSpec:
     format: str = "raw"
     schema: tuple[FieldSpec, ...] = ()
     time_field: str = RECORD_TIMESTAMP
+    require_match: bool = False  # a pattern matching no topic fails the plan (else a warning)
     # extra Great Expectations checks (pipelines.validation): ({"type": "expect_...", "kwargs": {...}}, ...)
     expectations: tuple = field(default=(), compare=False)
 
@@ -240,8 +241,16 @@ def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) ->
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise _error(str(path), f"not valid YAML: {exc}") from None
+        raise _error(str(path), yaml_problem(exc)) from None
     return parse_config(raw, overrides=overrides, source=str(path))
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML error as one short phrase: where (line, column) and what, without the quoted source."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"not valid YAML: {where}{problem}"
 
 
 def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: str = "<dict>") -> LoaderConfig:
@@ -437,7 +446,7 @@ def _topic(raw: Any, key: str) -> TopicSpec:
         raw = {"name": raw}
     if not isinstance(raw, Mapping):
         raise _error(key, "must be a topic name or a mapping with name: or pattern:")
-    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations"}, f"{key}.")
+    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations", "require_match"}, f"{key}.")
     name, pattern = raw.get("name"), raw.get("pattern")
     if (name is None) == (pattern is None):
         raise _error(key, "set exactly one of name: or pattern:")
@@ -494,8 +503,11 @@ def _topic(raw: Any, key: str) -> TopicSpec:
             raise _error(f"{key}.time_field", f"{time_field!r} is not a field of the schema")
         if types[time_field] not in ("timestamp", "long", "int"):
             raise _error(f"{key}.time_field", f"{time_field!r} has type {types[time_field]}; use timestamp or long (epoch ms)")
+    require_match = raw.get("require_match", False)
+    if not isinstance(require_match, bool):
+        raise _error(f"{key}.require_match", f"{require_match!r} is not true or false")
     return TopicSpec(name=name, pattern=str(pattern) if pattern is not None else None, format=fmt,
-                     schema=tuple(schema), time_field=time_field,
+                     schema=tuple(schema), time_field=time_field, require_match=require_match,
                      expectations=_expectations(raw.get("expectations"), f"{key}.expectations"))
 
 

@@ -34,6 +34,10 @@ class TopicDeletedError(LoadError):
     """The topic of a planned range was deleted while the run loaded it."""
 
 
+class IncompleteRunError(LoadError):
+    """A run committed what it could but left partitions without a leader out (the DAG run fails)."""
+
+
 # A Spark job's failure shows these by their message alone (pipelines.job.spark_failure_reason).
 ONE_LINE_ERRORS = frozenset(cls.__name__ for cls in (LoadError, OutOfRangeError, TopicDeletedError))
 

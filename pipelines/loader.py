@@ -28,7 +28,7 @@ from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
-from pipelines.plan import Cluster, Plan, make_plan, plan_from_docs
+from pipelines.plan import Cluster, Plan, incomplete_line, make_plan, plan_from_docs
 from pipelines.task import RangeTask, TaskContext
 from pipelines.task_stats import EMPTY, LOADED, TaskStats
 
@@ -288,6 +288,8 @@ class Loader:
             self.store.write_plan(doc)
         self._say(f"run {plan.run_id}: {len(plan.topics)} topic(s), {len(plan.tasks())} task(s), "
                   f"{plan.offsets:,} offsets")
+        if plan.unavailable:
+            self._say("WARN: " + incomplete_line(plan.run_id, plan.unavailable))
         done.append(self._execute(plan))
         return done
 

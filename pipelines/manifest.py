@@ -313,6 +313,8 @@ def build_manifest(plan_doc: dict, results: list[TaskStats], kind: str = "load",
         "version": 1, "kind": kind, "run_id": plan_doc["run_id"], "topic": plan_doc["topic"], "status": "committed",
         "planned_ms": plan_doc.get("planned_ms"), "committed_ms": now_ms(), "spec": plan_doc.get("spec"),
         "max_range_records": plan_doc.get("max_range_records"), "partitions": partitions,
+        # partitions without a leader at plan time: not in this run, loaded by a later one
+        "unavailable_partitions": list(plan_doc.get("unavailable_partitions", [])),
     }
     doc["totals"] = totals(partitions)
     # plan to commit (with Airflow: load and validation too; a resumed run: the time it waited)

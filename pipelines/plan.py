@@ -4,12 +4,13 @@ the high watermark now. The plan pins the ranges, so a rerun reads exactly the s
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from broker.client.admin import AdminClient
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, SimpleConsumer
-from broker.protocol.errors import KafkaError
+from broker.protocol.errors import KafkaError, LeaderNotAvailableError
 from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
@@ -106,6 +107,11 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)   # topic -> why it is not in this run
     resumed: bool = False
 
+    @property
+    def unavailable(self) -> dict[str, list[int]]:
+        """Partitions left out of this run because they had no leader: the run is incomplete."""
+        return unavailable_of(self.topics.values())
+
     def tasks(self) -> list[RangeTask]:
         out = []
         for topic in sorted(self.topics):
@@ -128,27 +134,43 @@ class Plan:
         return sum(p["end"] - p["start"] for d in self.topics.values() for p in d["partitions"])
 
 
+def unavailable_of(docs: Iterable[Mapping]) -> dict[str, list[int]]:
+    """{topic: partitions without a leader} of plan or manifest documents."""
+    return {d["topic"]: list(d["unavailable_partitions"]) for d in sorted(docs, key=lambda d: d["topic"])
+            if d.get("unavailable_partitions")}
+
+
+def incomplete_line(run_id: str, unavailable: Mapping[str, list[int]]) -> str:
+    """The one line that says a run left partitions out."""
+    parts = ", ".join(f"{t}-{p}" for t, ps in unavailable.items() for p in ps)
+    return f"run {run_id} is incomplete: no leader for {parts} (loaded by a later run once they have one)"
+
+
 def select_topics(config: LoaderConfig, cluster_topics: set[str],
                   store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
     """Topics of this run ({name: spec}) and the ones skipped ({name: reason})."""
     chosen: dict[str, TopicSpec] = {}
     skipped: dict[str, str] = {}
     known = set(store.topics())
-    for spec in config.topics:
+    for i, spec in enumerate(config.topics):
         if spec.name is not None:
             if spec.name in cluster_topics:
                 chosen.setdefault(spec.name, config.spec_for(spec.name))
             elif spec.name in known and store.has_history(spec.name):
                 skipped[spec.name] = "deleted from the cluster (its loaded data and offsets are kept)"
             else:
-                skipped[spec.name] = "not in the cluster"
+                raise LoadError(f"topics[{i}].name: topic {spec.name!r} does not exist in the cluster")
         else:
-            for name in sorted(cluster_topics):
-                if spec.matches(name) and not name.startswith("__"):
-                    chosen.setdefault(name, config.spec_for(name))
+            matched = [n for n in sorted(cluster_topics) if spec.matches(n) and not n.startswith("__")]
+            for name in matched:
+                chosen.setdefault(name, config.spec_for(name))
             for name in sorted(known - cluster_topics):
                 if spec.matches(name) and store.has_history(name):
                     skipped.setdefault(name, "deleted from the cluster (its loaded data and offsets are kept)")
+            if not matched:
+                if spec.require_match:
+                    raise LoadError(f"topics[{i}].pattern: {spec.pattern!r} matches no topic (require_match: true)")
+                skipped.setdefault(f"pattern {spec.pattern!r}", "WARN: matches no topic of the cluster")
     return chosen, skipped
 
 
@@ -162,11 +184,16 @@ def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id
         committed = store.committed_offsets(topic)
         history = store.has_history(topic)
         partitions = []
+        unavailable = []
         for partition in sorted(layout[topic]):
             if layout[topic][partition] < 0:
-                raise LoadError(f"{topic}-{partition} has no leader right now; try again when it has one")
+                unavailable.append(partition)  # loaded by a later run, from its saved offset
+                continue
             try:
                 earliest, latest = cluster.bounds(topic, partition)
+            except (LeaderNotAvailableError, BrokerConnectionError):  # its leader died since describe()
+                unavailable.append(partition)
+                continue
             except KafkaError as exc:
                 raise LoadError(f"{topic}-{partition}: cannot read its offsets: {exc}") from None
             if partition in committed:
@@ -192,7 +219,7 @@ def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id
         plan.topics[topic] = {
             "version": 1, "run_id": plan.run_id, "topic": topic, "planned_ms": plan.planned_ms,
             "spec": spec.to_dict(), "max_range_records": config.max_range_records, "partitions": partitions,
-            "out_of_range": config.out_of_range,
+            "out_of_range": config.out_of_range, "unavailable_partitions": unavailable,
         }
     return plan
 

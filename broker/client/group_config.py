@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from broker.client.consumer_protocol import ASSIGNORS
+from broker.client.assignors import ASSIGNORS
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME
 from broker.configdef import ConfigDef, ConfigError, Importance, Key, OneOf, Range, Scope, Type, invalid_value
 

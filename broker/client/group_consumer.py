@@ -10,7 +10,7 @@ with KafkaConsumer's semantics, over blocking sockets.
         consumer.commit()                       # the positions of everything poll returned
     consumer.close()                            # commits (with auto commit) and leaves the group
 
-It speaks the standard "consumer" protocol (``consumer_protocol``), so it shares groups with
+It speaks the standard "consumer" protocol (``broker/protocol/consumer_protocol.py``), so it shares groups with
 librdkafka, kafka-python and Java consumers, and its offsets are the group's offsets that
 ``logbus consumer-groups`` shows. ``poll`` does the work on the calling thread: it finds the
 coordinator, (re)joins when the group rebalances (revoking, then assigning partitions, with
@@ -28,13 +28,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
+from broker.client.assignors import ASSIGNORS
 from broker.client.closeable import Closeable
 from broker.client.connection import BrokerConnectionError
-from broker.client.consumer_protocol import ASSIGNORS, decode_subscription, encode_assignment, encode_subscription
 from broker.client.group_config import GroupConsumerConfig
 from broker.client.group_membership import GROUP_ERROR_ACTIONS, Action, GroupMembership
 from broker.client.metadata import parse_servers
 from broker.client.simple_consumer import MessageAndMetadata, MessageSet, SimpleConsumer
+from broker.protocol.consumer_protocol import decode_subscription, encode_assignment, encode_subscription
 from broker.protocol.errors import CorruptRecordError, ErrorCode, KafkaError, OffsetOutOfRangeError, ProtocolDecodeError
 
 log = logging.getLogger(__name__)

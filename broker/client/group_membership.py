@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
-from broker.client.consumer_protocol import PROTOCOL_TYPE, decode_assignment
+from broker.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from broker.protocol.errors import CoordinatorNotAvailableError, ErrorCode, KafkaError, error_for_code
 from broker.protocol.messages import ApiKey
 

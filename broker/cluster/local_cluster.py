@@ -49,6 +49,7 @@ __all__ = [
     "RESERVED_KEYS",
     "default_dir",
     "pid_alive",
+    "processes_running",
 ]
 
 DEFAULT_DIR = ".logbus-cluster"
@@ -134,6 +135,21 @@ def pid_alive(pid: int | None, start_time: int | None = None) -> bool:
     return start_time is None or started == start_time
 
 
+def processes_running(config_path: str) -> list[int]:
+    """Pids of live `server-start <config_path>` processes (a broker restarted by hand included)."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"server-start" in args and config_path.encode() in args and pid_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
 def _chroot(connect: str) -> str:
     """The ``/chroot`` of a zookeeper.connect string ('' when none)."""
     _, slash, chroot = connect.strip().partition("/")
@@ -168,6 +184,18 @@ class Node:
     log_file: str  # the process's stdout/stderr
     id: int | None = None  # broker.id; None for ZooKeeper
     config: str | None = None  # the broker's server.properties / ZooKeeper's zoo.cfg
+    metrics_port: int | None = None  # the broker's metrics.port (Prometheus /metrics), when set
+
+    def adopt_running(self) -> bool:
+        """When the recorded process is gone but the broker runs again (restarted by hand, or
+        by `cluster restart` from elsewhere), take that process's pid. True when adopted."""
+        if self.role != "broker" or not self.config or self.alive():
+            return False
+        pids = processes_running(self.config)
+        if not pids:
+            return False
+        self.pid, self.start_time = pids[0], process_start_time(pids[0])
+        return True
 
     @property
     def address(self) -> str:
@@ -360,8 +388,10 @@ class LocalCluster:
         config: str | os.PathLike[str] | None = None,
         overrides: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
+        metrics_port_base: int | None = None,
     ) -> LocalCluster:
         """Start ZooKeeper and ``brokers`` brokers; return once all are registered and listening.
+        With ``metrics_port_base`` P, broker N serves its metrics on port P+N-1.
 
         Raises ClusterAlreadyUpError when the directory's cluster still runs, ClusterError
         (after stopping whatever it had started) when anything fails to start.
@@ -372,6 +402,11 @@ class LocalCluster:
         reserved = sorted(set(overrides) & set(RESERVED_KEYS))
         if reserved:
             raise ClusterError(f"{', '.join(reserved)} cannot be overridden: `logbus cluster up` sets it per broker")
+        if brokers > 1 and overrides.get("metrics.port", "0") != "0":
+            raise ClusterError(f"metrics.port={overrides['metrics.port']} would be the same port for every broker; "
+                               f"use --metrics-port-base {overrides['metrics.port']} (broker N gets it + N-1)")
+        if metrics_port_base is not None and not 0 < metrics_port_base <= 65535 - brokers:
+            raise ClusterError(f"--metrics-port-base must leave room for {brokers} ports below 65536, got {metrics_port_base}")
         if config is not None:
             config = Path(config).absolute()
             if not config.is_file():
@@ -396,11 +431,12 @@ class LocalCluster:
                     )
                 self.progress(f"found a stale {STATE_FILE} (none of its processes runs); starting afresh")
                 self.state_path.unlink()
-            self._start(brokers, config, overrides, start_timeout)
+            self._start(brokers, config, overrides, start_timeout, metrics_port_base)
         return self
 
     def _start(
-        self, n: int, config: Path | None, overrides: Mapping[str, str], start_timeout: float
+        self, n: int, config: Path | None, overrides: Mapping[str, str], start_timeout: float,
+        metrics_port_base: int | None = None,
     ) -> None:
         t0 = time.monotonic()
         state: dict[str, Any] = {
@@ -447,6 +483,8 @@ class LocalCluster:
                 props = self.broker_properties(
                     broker_id, port, home / "data", zk.connect_string, config, overrides
                 )
+                if metrics_port_base is not None:
+                    props["metrics.port"] = str(metrics_port_base + broker_id - 1)
                 proc = BrokerProcess(props, home, start_timeout=start_timeout)
                 procs.append(proc)
                 proc.start(wait=False)
@@ -455,6 +493,7 @@ class LocalCluster:
                     role="broker", id=broker_id, pid=proc.pid, start_time=process_start_time(proc.pid or 0),
                     host=proc.host, port=port, home=str(home), data_dir=str(home / "data"),
                     log_file=str(proc.out_path), config=str(proc.config_path),
+                    metrics_port=int(props.get("metrics.port", "0")) or None,
                 )))
                 self._write_state(state)  # so `down` can clean up even if this process dies now
             for proc in procs:
@@ -520,7 +559,10 @@ class LocalCluster:
         )
         registered: set[int] | None = None
         for node in self.nodes(state):
+            adopted = node.adopt_running()
             st = NodeStatus(node, process_alive=node.alive(), port_open=port_open(node.host, node.port, timeout=0.5))
+            if adopted:
+                st.note = f"restarted outside `cluster` (pid {node.pid})"
             if node.role == "zookeeper" and st.alive:
                 reply = four_letter_word(node.host, node.port, "srvr", timeout=1.0)
                 mode = next((ln.split(":", 1)[1].strip() for ln in reply.splitlines() if ln.startswith("Mode:")), "")
@@ -551,6 +593,37 @@ class LocalCluster:
         finally:
             client.stop()
 
+    # ------------------------------------------------------------------ restart
+
+    def restart(self, broker_id: int, timeout: float = 15.0, start_timeout: float = 60.0) -> Node:
+        """Stop broker ``broker_id`` cleanly (wherever it was started from) and start it again with
+        its own server.properties; return once it listens and is registered."""
+        with self._locked():
+            state = self._state_or_raise()
+            entry = next((b for b in state.get("brokers", []) if b.get("id") == broker_id), None)
+            if entry is None:
+                known = ", ".join(str(b.get("id")) for b in state.get("brokers", []))
+                raise ClusterError(f"no broker {broker_id} in the cluster in {self.dir} (brokers: {known})")
+            node = Node.from_json(entry)
+            node.adopt_running()
+            self._terminate([node], timeout)
+            if node.config and processes_running(node.config):
+                raise ClusterError(f"broker {broker_id} did not stop; not starting a second one")
+            proc = BrokerProcess(str(node.config), node.home, start_timeout=start_timeout)
+            self.progress(f"starting broker {broker_id} on {node.address} ...")
+            proc.start(wait=False)
+            proc.detach()
+            node.pid, node.start_time = proc.pid, process_start_time(proc.pid or 0)
+            entry.update(pid=node.pid, start_time=node.start_time)
+            self._write_state(state)
+            try:
+                proc.wait_ready()
+            except BrokerStartError as exc:
+                raise ClusterError(f"{str(exc).split(';')[0]}; see {proc.out_path}") from None
+            self._wait_registered(state, [broker_id], timeout=start_timeout)
+            self.progress(f"broker {broker_id} ready on {node.address} (pid {node.pid})")
+            return node
+
     # ------------------------------------------------------------------ down
 
     def down(self, keep_data: bool = False, timeout: float = 15.0) -> bool:
@@ -564,12 +637,18 @@ class LocalCluster:
             if state is None:
                 return False
             nodes = self.nodes(state)
+            for node in nodes:
+                node.adopt_running()
             self._stop_nodes(nodes, broker_timeout=timeout)
+            still = {id(n): processes_running(n.config) for n in nodes if n.role == "broker" and n.config}
             self.state_path.unlink(missing_ok=True)
             if not keep_data:
                 for node in nodes:
                     home = Path(node.home)
-                    if home.parent == self.dir:  # only what `up` made
+                    if still.get(id(node)):
+                        self.progress(f"{node.name} still runs (pid {', '.join(map(str, still[id(node)]))}); "
+                                      f"its data in {home} is kept")
+                    elif home.parent == self.dir:  # only what `up` made
                         shutil.rmtree(home, ignore_errors=True)
         if not keep_data:
             with contextlib.suppress(OSError):

@@ -77,6 +77,7 @@ class Broker:
         self.reactor = reactor
         self.config = config
         self.broker_id = config.broker_id
+        self.request_peer_host: str | None = None  # the client's address while a request is dispatched (JoinGroup's HOST)
         self.log_config = LogConfig.from_broker(config.props)
         self.metadata = MetadataCache()
         self.controller: Controller | None = None

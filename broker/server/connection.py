@@ -151,11 +151,14 @@ class KafkaConnection(Protocol):
         except ProtocolDecodeError as exc:
             self._close(f"malformed request header: {exc}")
             return
+        self.broker.request_peer_host = getattr(self._peer(), "host", None)
         try:
             result = self.dispatcher.dispatch(self.broker, header, memoryview(frame)[header.body_offset :])
         except ProtocolDecodeError as exc:
             self._close(f"malformed {header.api_key} v{header.api_version} request: {exc}")
             return
+        finally:
+            self.broker.request_peer_host = None
         slot = _Slot(header)
         self._slots.append(slot)
         if isinstance(result, defer.Deferred):

@@ -269,17 +269,21 @@ class Partition:
 
     def _change_isr(self, new_isr: list[int], why: str) -> None:
         self._isr_change_pending = True
-        epoch, version = self.leader_epoch, self.zk_version
+        epoch, version, before = self.leader_epoch, self.zk_version, list(self.isr)
         d = self._listener.write_isr(self, PartitionState(self.me, epoch, list(new_isr), self.controller_epoch, version))
 
         def done(new_version: int) -> None:
             self._isr_change_pending = False
-            if self.is_leader and self.leader_epoch == epoch and self.zk_version == version:
-                log.info("{tp}: isr {old} -> {new} ({why})", tp=self.name, old=self.isr, new=new_isr, why=why)
-                old, self.isr = self.isr, list(new_isr)
-                self.zk_version = new_version
-                self._listener.isr_changed(self, old, list(new_isr), new_version)
-                self.maybe_advance_high_watermark()
+            if not (self.is_leader and self.leader_epoch == epoch):
+                return
+            # The state watch may deliver our own write before this callback: it is still our change.
+            if self.zk_version not in (version, new_version):
+                return
+            log.info("{tp}: isr {old} -> {new} ({why})", tp=self.name, old=before, new=new_isr, why=why)
+            self.isr = list(new_isr)
+            self.zk_version = new_version
+            self._listener.isr_changed(self, before, list(new_isr), new_version)
+            self.maybe_advance_high_watermark()
 
         def failed(failure: Failure) -> None:
             self._isr_change_pending = False

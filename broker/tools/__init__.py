@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -50,9 +51,16 @@ def client_config(config_file: str | None, overrides: Sequence[str], bootstrap: 
     return config
 
 
+def quiet_library_logs() -> None:
+    """kazoo's retries ("Connection dropped: ...") go to a log when a command configures one, never
+    straight to the terminal: the command's own error is the one line shown."""
+    logging.getLogger("kazoo").addHandler(logging.NullHandler())
+
+
 def run_command(run: Callable[[argparse.Namespace], int], args: argparse.Namespace, prog: str) -> int:
     """Run a parsed subcommand the way every entry point does: a CommandError is one line on
     stderr and exit 1, Ctrl-C exits 130, a closed pipe (``... | head``) exits 0."""
+    quiet_library_logs()
     try:
         return run(args)
     except CommandError as exc:

@@ -1,4 +1,4 @@
-"""`logbus cluster up|status|down`: a local cluster — an embedded ZooKeeper and N brokers —
+"""`logbus cluster up|status|restart|down`: a local cluster — an embedded ZooKeeper and N brokers —
 whose processes outlive the command. The work is done by broker.cluster.local_cluster."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="action", metavar="{up,status,down}", required=True)
+    actions = parser.add_subparsers(dest="action", metavar="{up,status,restart,down}", required=True)
 
     def with_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument(
@@ -37,6 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="a broker property for every broker (repeatable)")
     up.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                     help="how long each process may take to start (default: 60)")
+    up.add_argument("--metrics-port-base", type=int, metavar="PORT",
+                    help="serve each broker's Prometheus metrics: broker N on PORT+N-1")
+
+    restart = with_dir(actions.add_parser(
+        "restart", help="stop one broker cleanly and start it again",
+        description="SIGTERM the broker (also one restarted by hand), wait, start it with its own "
+                    "server.properties and wait until it listens and is registered.",
+    ))
+    restart.add_argument("broker_id", type=int, metavar="ID", help="the broker's id")
+    restart.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                         help="how long the broker may take to shut down before SIGKILL (default: 15)")
 
     with_dir(actions.add_parser(
         "status", help="show whether ZooKeeper and each broker run and are registered",
@@ -76,12 +87,28 @@ def _up(cluster: LocalCluster, args: argparse.Namespace) -> int:
         overrides = parse_overrides(args.override)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
-    cluster.up(args.brokers, config=args.config, overrides=overrides, start_timeout=args.timeout)
+    cluster.up(args.brokers, config=args.config, overrides=overrides, start_timeout=args.timeout,
+               metrics_port_base=args.metrics_port_base)
     nodes = cluster.nodes()
     print(f"bootstrap.servers={cluster.bootstrap_servers}")
     print(f"zookeeper.connect={cluster.zookeeper_connect}")
+    metrics = metrics_urls(nodes)
+    if metrics:
+        print(f"metrics: {metrics}")
     print(f"logs: {', '.join(n.log_file for n in nodes)}")
     print(f"state: {cluster.state_path}   (`logbus cluster status|down --dir {cluster.dir}`)")
+    return 0
+
+
+def metrics_urls(nodes: list) -> str:
+    """``broker 1 http://host:port/metrics, ...`` of the brokers that serve metrics."""
+    return ", ".join(f"broker {n.id} http://{n.host}:{n.metrics_port}/metrics"
+                     for n in nodes if n.role == "broker" and n.metrics_port)
+
+
+def _restart(cluster: LocalCluster, args: argparse.Namespace) -> int:
+    node = cluster.restart(args.broker_id, timeout=args.timeout)
+    print(f"broker {node.id} restarted on {node.address} (pid {node.pid})")
     return 0
 
 
@@ -91,7 +118,7 @@ def _yes_no(value: bool | None) -> str:
 
 def _status(cluster: LocalCluster, args: argparse.Namespace) -> int:
     st = cluster.status()
-    rows = [("NODE", "ID", "PID", "ADDRESS", "ALIVE", "REGISTERED", "NOTE")]
+    rows = [("NODE", "ID", "PID", "ADDRESS", "METRICS", "ALIVE", "REGISTERED", "NOTE")]
     for ns in st.nodes:
         node = ns.node
         if ns.alive:
@@ -104,7 +131,7 @@ def _status(cluster: LocalCluster, args: argparse.Namespace) -> int:
         if node.role == "broker" and ns.registered is None:
             registered = "?"
         rows.append((node.role, "-" if node.id is None else str(node.id), str(node.pid or "-"), node.address,
-                     alive, registered, ns.note))
+                     str(node.metrics_port or "-"), alive, registered, ns.note))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     print(f"cluster in {st.dir} (state: {st.state}, since {st.created})")
     for r in rows:
@@ -129,4 +156,4 @@ def _down(cluster: LocalCluster, args: argparse.Namespace) -> int:
     return 0
 
 
-ACTIONS = {"up": _up, "status": _status, "down": _down}
+ACTIONS = {"up": _up, "status": _status, "restart": _restart, "down": _down}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -20,9 +21,12 @@ from broker.client.connection import BrokerConnectionError
 from broker.client.rebalance import Whitelist
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, MessageAndMetadata, SimpleConsumer
 from broker.cluster.zk import ZkError
-from broker.config import ConfigError
-from broker.protocol.errors import KafkaError
-from broker.tools import CommandError
+from broker.config import ConfigError, load_with_overrides
+from broker.protocol.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError
+from broker.tools import CommandError, message_formatter
+from broker.tools.message_formatter import DefaultMessageFormatter, NoOpMessageFormatter
+
+Formatter = DefaultMessageFormatter | NoOpMessageFormatter
 
 if TYPE_CHECKING:
     from broker.client.group_consumer import GroupConsumer
@@ -39,7 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-messages", type=int, default=-1, help="exit after this many messages")
     parser.add_argument("--timeout-ms", type=int, default=-1, help="exit when no message arrives for this long")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                        help="print.key, key.separator, print.offset, print.partition, print.timestamp")
+                        help="a formatter property: " + ", ".join(message_formatter.PROPERTIES))
+    parser.add_argument("--formatter", metavar="CLASS",
+                        help="kafka.tools.DefaultMessageFormatter (default) or kafka.tools.NoOpMessageFormatter")
+    parser.add_argument("--partition", type=int, help="with --bootstrap-server and --topic: only this partition")
+    parser.add_argument("--offset", default=None, metavar="earliest|latest|N",
+                        help="with --partition: where to start (default latest)")
+    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                        help="a consumer .properties file (--consumer-property overrides it)")
     parser.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer config, e.g. fetch.message.max.bytes=2097152 (--zookeeper) "
                              "or session.timeout.ms=10000 (--bootstrap-server --group)")
@@ -55,36 +66,12 @@ def _parse_kv(items: list[str], flag: str) -> dict[str, str]:
     return result
 
 
-class Formatter:
-    """Kafka's DefaultMessageFormatter: [CreateTime:ts\t][Partition:p\t][Offset:o\t][key<sep>]value."""
-
-    def __init__(self, props: dict[str, str]) -> None:
-        truthy = lambda k: props.get(k, "false").strip().lower() == "true"  # noqa: E731
-        self.print_key = truthy("print.key")
-        self.print_offset = truthy("print.offset")
-        self.print_partition = truthy("print.partition")
-        self.print_timestamp = truthy("print.timestamp")
-        self.key_sep = props.get("key.separator", "\t").encode().decode("unicode_escape").encode()
-        self.line_sep = props.get("line.separator", "\n").encode().decode("unicode_escape").encode()
-
-    def format(self, m: MessageAndMetadata) -> bytes:
-        parts = []
-        if self.print_timestamp:
-            parts.append(b"CreateTime:%d\t" % m.timestamp if m.timestamp >= 0 else b"NO_TIMESTAMP\t")
-        if self.print_partition:
-            parts.append(b"Partition:%d\t" % m.partition)
-        if self.print_offset:
-            parts.append(b"Offset:%d\t" % m.offset)
-        if self.print_key:
-            parts.append((m.key if m.key is not None else b"null") + self.key_sep)
-        parts.append(m.value if m.value is not None else b"null")
-        parts.append(self.line_sep)
-        return b"".join(parts)
-
-
 def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | None, from_beginning: bool,
-                       fetch_size: int = 1 << 20, timeout_ms: int = -1) -> Iterator[MessageAndMetadata]:
-    """Every partition of the topics (or of those ``pattern`` allows), read with SimpleConsumer.
+                       fetch_size: int = 1 << 20, timeout_ms: int = -1, partition: int | None = None,
+                       start: int | None = None) -> Iterator[MessageAndMetadata]:
+    """Every partition of the topics (or of those ``pattern`` allows; or only ``partition``), read
+    with SimpleConsumer from ``start`` (an offset) or the earliest/latest. A partition without a
+    leader is skipped with one line on stderr; the others are read, as Kafka's consumers do.
 
     Ends when nothing arrived for ``timeout_ms`` (never, when negative)."""
     first = None
@@ -107,15 +94,25 @@ def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | 
     positions: dict[tuple[str, str, int], int] = {}
     by_leader: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for topic in topics:
-        for partition in first.partitions_for(topic):
-            _, host, port = first.find_leader(topic, partition)
-            by_leader.setdefault((host, port), []).append((topic, partition))
+        known = first.partitions_for(topic)
+        if partition is not None and partition not in known:
+            raise CommandError(f"topic {topic!r} has no partition {partition}")
+        for p in [partition] if partition is not None else known:
+            try:
+                _, host, port = first.find_leader(topic, p)
+            except LeaderNotAvailableError as exc:
+                print(f"WARN: skipping {topic}-{p}: {exc}", file=sys.stderr)
+                continue
+            by_leader.setdefault((host, port), []).append((topic, p))
     try:
         for (host, port), tps in by_leader.items():
             consumer = consumers[(host, port)] = SimpleConsumer(host, port, timeout=30)
-            for topic, partition in tps:
-                start = consumer.get_offsets_before(topic, partition, EARLIEST_TIME if from_beginning else LATEST_TIME)
-                positions[(f"{host}:{port}", topic, partition)] = start[0] if start else 0
+            for topic, p in tps:
+                if start is not None:
+                    positions[(f"{host}:{port}", topic, p)] = start
+                    continue
+                found = consumer.get_offsets_before(topic, p, EARLIEST_TIME if from_beginning else LATEST_TIME)
+                positions[(f"{host}:{port}", topic, p)] = found[0] if found else 0
         last_message = time.monotonic()
         wait_ms = 100 if len(by_leader) <= 1 else 10
         while True:
@@ -142,9 +139,50 @@ def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | 
             c.close()
 
 
+def start_position(args: argparse.Namespace) -> int | None:
+    """Kafka's --partition/--offset rules: --offset needs --partition, excludes --from-beginning;
+    ``earliest``/``latest`` become --from-beginning or the default; a number is the start offset."""
+    if args.offset is None:
+        return None
+    if args.partition is None:
+        raise CommandError("The partition is required when offset is specified.")
+    if args.from_beginning:
+        raise CommandError("Options from-beginning and offset cannot be specified together.")
+    if args.offset in ("earliest", "latest"):
+        return None
+    try:
+        offset = int(args.offset)
+    except ValueError:
+        raise CommandError(f"--offset must be earliest, latest or a number, not {args.offset!r}") from None
+    if offset < 0:
+        raise CommandError(f"--offset must not be negative, not {offset}")
+    return offset
+
+
+def _consumer_props(args: argparse.Namespace) -> dict[str, str]:
+    try:
+        return dict(load_with_overrides(args.consumer_config, args.consumer_property))
+    except (ConfigError, OSError) as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def _leave_on_sigterm() -> None:
+    """SIGTERM ends the consumer as Ctrl-C does: it commits, leaves its group and says how many it printed."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def run(args: argparse.Namespace) -> int:
-    fmt = Formatter(_parse_kv(args.property, "--property"))
-    consumer_props = _parse_kv(args.consumer_property, "--consumer-property")
+    fmt = message_formatter.formatter(args.formatter, _parse_kv(args.property, "--property"))
+    consumer_props = _consumer_props(args)
+    if args.partition is not None and (args.group or args.zookeeper or not args.topic):
+        raise CommandError("--partition needs --bootstrap-server and --topic, without --group")
+    start = start_position(args)
+    if args.offset == "earliest":
+        args.from_beginning = True
+    _leave_on_sigterm()
     out = sys.stdout.buffer
     count = 0
     if args.bootstrap_server and args.group:
@@ -152,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
         try:
             for m in bootstrap_messages(args.bootstrap_server, [args.topic] if args.topic else None, args.whitelist,
-                                        args.from_beginning, timeout_ms=args.timeout_ms):
+                                        args.from_beginning, timeout_ms=args.timeout_ms, partition=args.partition,
+                                        start=start):
                 out.write(fmt.format(m))
                 count += 1
                 if count == args.max_messages:
@@ -176,6 +215,8 @@ def _run_group(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[st
 
     props = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group, "client.id": "console-consumer",
              "auto.offset.reset": "earliest" if args.from_beginning else "latest", **consumer_props}
+    if args.topic:
+        _require_topic(args.bootstrap_server, args.topic)
     out = sys.stdout.buffer
     count = 0
     try:
@@ -212,6 +253,22 @@ def _run_group(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[st
         consumer.close()
     print(f"Processed a total of {count} messages", file=sys.stderr)
     return 0
+
+
+def _require_topic(bootstrap: str, topic: str) -> None:
+    """A group member of a topic that does not exist would wait forever: say so and stop."""
+    try:
+        consumer = SimpleConsumer.from_address(bootstrap.split(",")[0].strip(), timeout=10)
+    except (BrokerConnectionError, ValueError) as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        consumer.partitions_for(topic)
+    except UnknownTopicOrPartitionError:
+        raise CommandError(f"Topic '{topic}' does not exist") from None
+    except (BrokerConnectionError, KafkaError) as exc:
+        raise CommandError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        consumer.close()
 
 
 def _commit_quietly(consumer: GroupConsumer) -> None:

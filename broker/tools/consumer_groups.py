@@ -19,7 +19,7 @@ from broker.cluster.offset_store import ZkOffsetStore
 from broker.cluster.zk import ZkClient, ZkError
 from broker.cluster.zkdata import ConsumerGroupZNode, ConsumerOwnersZNode, ConsumerOwnerZNode
 from broker.protocol.errors import KafkaError
-from broker.tools import CommandError, group_deletes
+from broker.tools import CommandError, group_deletes, group_views, reset_offsets
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID")
 BOOTSTRAP_HEADER = HEADER + ("HOST", "CLIENT-ID")
@@ -32,17 +32,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="list the groups")
     actions.add_argument("--describe", action="store_true", help="describe a group: offsets, lag, owners")
+    actions.add_argument("--reset-offsets", action="store_true", help="reset a group's offsets (--to-*, --shift-by)")
     parser.add_argument("--group", help="the group to describe")
+    parser.add_argument("--all-groups", action="store_true", help="with --describe or --reset-offsets: every group")
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument("--offsets", action="store_true", help="with --describe: offsets and lag (the default)")
+    view.add_argument("--members", action="store_true", help="with --describe: the group's members")
+    view.add_argument("--state", action="store_true", help="with --describe: the group's state and coordinator")
+    reset_offsets.add_arguments(parser)
     group_deletes.add_arguments(parser, actions)
 
 
 def run(args: argparse.Namespace) -> int:
     if group_deletes.wanted(args):
         return group_deletes.run(args)
-    if args.describe and not args.group:
-        raise CommandError("--describe needs --group")
+    if (args.describe or args.reset_offsets) and not (args.group or args.all_groups):
+        raise CommandError(f"--{'describe' if args.describe else 'reset-offsets'} needs --group or --all-groups")
+    if args.bootstrap_server and args.all_groups and not args.list:
+        return _each_group(args)
     if args.bootstrap_server:
         return _run_bootstrap(args)
+    if args.reset_offsets or args.members or args.state or args.all_groups:
+        raise CommandError("--reset-offsets, --all-groups, --members and --state need --bootstrap-server")
     try:
         zk = ZkClient(args.zookeeper, session_timeout_ms=6000, connection_timeout_ms=10000)
         zk.start()
@@ -68,15 +79,45 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
             for group in coordinator_groups.list_groups(args.bootstrap_server):
                 print(group)
             return 0
+        if args.reset_offsets:
+            return reset_offsets.reset_bootstrap(args)
         view = coordinator_groups.describe_group(args.bootstrap_server, args.group)
+        coordinator = group_views.find_coordinator(args.bootstrap_server, args.group) if args.state else None
     except (OSError, BrokerConnectionError, KafkaError) as exc:
         raise CommandError(str(exc)) from exc
     if view.state == "Dead" and not view.rows:
         raise CommandError(f"consumer group '{args.group}' does not exist")
+    if coordinator is not None:
+        rows = group_views.state_rows(view, coordinator[1], coordinator[0], view.protocol)
+        _print_lines(group_views.table(group_views.STATE_HEADER, rows))
+        return 0
     if not view.members:
         print(f"Consumer group '{args.group}' has no active members.")
+    if args.members:
+        _print_lines(group_views.table(group_views.MEMBERS_HEADER, group_views.member_rows(view)))
+        return 0
     _print_table(view.rows, BOOTSTRAP_HEADER)
     return 0
+
+
+def _each_group(args: argparse.Namespace) -> int:
+    """--all-groups: the action for every group the coordinators know, a blank line between groups."""
+    from broker.tools import coordinator_groups
+
+    try:
+        groups = coordinator_groups.list_groups(args.bootstrap_server)
+    except (OSError, BrokerConnectionError, KafkaError) as exc:
+        raise CommandError(str(exc)) from exc
+    for i, group in enumerate(groups):
+        if i:
+            print()
+        _run_bootstrap(argparse.Namespace(**{**vars(args), "group": group, "all_groups": False}))
+    return 0
+
+
+def _print_lines(lines: list[str]) -> None:
+    for line in lines:
+        print(line)
 
 
 def describe(zk: ZkClient, group: str) -> list[tuple]:

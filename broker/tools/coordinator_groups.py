@@ -31,6 +31,7 @@ class GroupView:
     state: str
     members: list[Member]
     rows: list[tuple]  # Kafka's table rows
+    protocol: str = ""  # the assignment strategy chosen
 
 
 def decode_assignment(data: bytes) -> list[tuple[str, int]]:
@@ -137,7 +138,7 @@ def describe_group(bootstrap: str, group: str) -> GroupView:
         lag = end - current if current is not None and end is not None else None
         rows.append((group, tp[0], tp[1], _dash(current), _dash(end), _dash(lag),
                      m.member_id if m else "-", (m.host or "-") if m else "-", m.client_id if m else "-"))
-    return GroupView(group, g["group_state"], members, rows)
+    return GroupView(group, g["group_state"], members, rows, g.get("protocol_data", ""))
 
 
 def _dash(value: object) -> object:

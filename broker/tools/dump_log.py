@@ -1,35 +1,62 @@
-"""`logbus dump-log FILE...`: print a segment's batches (and with --print-data-log, its
-records) in the shape of Kafka's kafka-dump-log tool; .index and .timeindex files too."""
+"""`logbus dump-log --files FILE,...`: print a segment's batches (with --deep-iteration its records,
+with --print-data-log their keys and values too) in the shape of Kafka's kafka-dump-log tool;
+.index and .timeindex files too, or only their sanity check (--index-sanity-check)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from broker.protocol.compression import codec_name
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.records import decode_batches
 from broker.protocol.records import layout as batch
-from broker.storage.index import read_offset_index_entries, read_time_index_entries
+from broker.protocol.records.codec import Record
+from broker.storage.index import CorruptIndexError, OffsetIndex, TimeIndex, read_offset_index_entries, read_time_index_entries
 from broker.tools import CommandError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help=".log, .index or .timeindex files")
-    parser.add_argument("--print-data-log", action="store_true", help="print each record's key, value and headers")
+    parser.add_argument("paths", nargs="*", metavar="FILE", help=".log, .index or .timeindex files")
+    parser.add_argument("--files", action="append", default=[], metavar="FILE[,FILE]",
+                        help="Kafka's flag: a comma-separated list of files to dump")
+    parser.add_argument("--print-data-log", action="store_true",
+                        help="print each record's key, value and headers (implies --deep-iteration)")
+    parser.add_argument("--deep-iteration", action="store_true", help="print every record, not only the batches")
+    parser.add_argument("--index-sanity-check", action="store_true",
+                        help="only check the indexes as a broker does at startup, without printing their entries")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to print of each file."""
+
+    deep: bool = False
+    print_data: bool = False
+    sanity_only: bool = False
+
+
+def files_of(args: argparse.Namespace) -> list[Path]:
+    """Positional files and --files lists, in order; at least one."""
+    names = list(args.paths) + [n.strip() for item in args.files for n in item.split(",") if n.strip()]
+    if not names:
+        raise CommandError("Missing required argument \"[files]\"")
+    return [Path(n) for n in names]
 
 
 def run(args: argparse.Namespace) -> int:
-    for name in args.files:
-        path = Path(name)
+    options = Options(deep=args.deep_iteration or args.print_data_log, print_data=args.print_data_log,
+                      sanity_only=args.index_sanity_check)
+    for path in files_of(args):
         dump = DUMPERS.get(path.suffix)
         if dump is None:
             raise CommandError(f"{path}: not a .log, .index or .timeindex file")
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
         print(f"Dumping {path}")
-        dump(path, args.print_data_log)
+        dump(path, options)
     return 0
 
 
@@ -40,7 +67,7 @@ def _base_offset(path: Path) -> int:
         raise CommandError(f"{path}: a segment file is named by its 20-digit base offset") from exc
 
 
-def dump_segment(path: Path, print_data: bool) -> None:
+def dump_segment(path: Path, options: Options) -> None:
     data = path.read_bytes()
     print(f"Log starting offset: {_base_offset(path)}")
     position = 0
@@ -72,17 +99,23 @@ def dump_segment(path: Path, print_data: bool) -> None:
             kept = header.records_count
             print(f"gap: {header.last_offset_delta + 1 - kept} of the batch's {header.last_offset_delta + 1} offsets hold "
                   f"no record (removed by compaction)")
-        if print_data and valid:
+        if options.deep and valid:
             for decoded in decode_batches(data[position : position + size]):
                 for record in decoded.records:
-                    headers = ",".join(k for k, _ in record.headers)
-                    print(
-                        f"| offset: {record.offset} CreateTime: {record.timestamp} "
-                        f"keySize: {-1 if record.key is None else len(record.key)} "
-                        f"valueSize: {-1 if record.value is None else len(record.value)} "
-                        f"headerKeys: [{headers}] key: {_show(record.key)} payload: {_show(record.value)}"
-                    )
+                    print(record_line(record, header.base_offset, header.base_sequence, options.print_data))
         position += size
+
+
+def record_line(record: Record, base_offset: int, base_sequence: int, print_data: bool) -> str:
+    """Kafka's deep-iteration line of one record; key and payload with --print-data-log."""
+    sequence = -1 if base_sequence < 0 else (base_sequence + record.offset - base_offset) & 0x7FFFFFFF
+    line = (
+        f"| offset: {record.offset} CreateTime: {record.timestamp} "
+        f"keySize: {-1 if record.key is None else len(record.key)} "
+        f"valueSize: {-1 if record.value is None else len(record.value)} "
+        f"sequence: {sequence} headerKeys: [{','.join(k for k, _ in record.headers)}]"
+    )
+    return line + (f" key: {_show(record.key)} payload: {_show(record.value)}" if print_data else "")
 
 
 def _show(data: bytes | None) -> str:
@@ -91,19 +124,35 @@ def _show(data: bytes | None) -> str:
     return data.decode("utf-8", errors="backslashreplace")
 
 
-def dump_offset_index(path: Path, print_data: bool) -> None:
+def sanity_check(path: Path, index_class: type[OffsetIndex] | type[TimeIndex]) -> None:
+    """The broker's own load-time check of an index (whole entries, increasing, positions within
+    the segment); one line either way, like Kafka's."""
+    segment = path.with_suffix(".log")
+    log_size = segment.stat().st_size if segment.is_file() else 2**31 - 1
+    try:
+        index_class(str(path), _base_offset(path), max(path.stat().st_size, 12), on_disk=True).ensure_loaded(log_size)
+    except CorruptIndexError as exc:
+        raise CommandError(f"{path} failed sanity check: {exc}") from exc
+    print(f"{path} passed sanity check.")
+
+
+def dump_offset_index(path: Path, options: Options) -> None:
+    if options.sanity_only:
+        return sanity_check(path, OffsetIndex)
     base = _base_offset(path)
     for relative, position in read_offset_index_entries(path):
         print(f"offset: {base + relative} position: {position}")
 
 
-def dump_time_index(path: Path, print_data: bool) -> None:
+def dump_time_index(path: Path, options: Options) -> None:
+    if options.sanity_only:
+        return sanity_check(path, TimeIndex)
     base = _base_offset(path)
     for timestamp, relative in read_time_index_entries(path):
         print(f"timestamp: {timestamp} offset: {base + relative}")
 
 
-DUMPERS: dict[str, Callable[[Path, bool], None]] = {
+DUMPERS: dict[str, Callable[[Path, Options], None]] = {
     ".log": dump_segment,
     ".index": dump_offset_index,
     ".timeindex": dump_time_index,

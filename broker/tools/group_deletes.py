@@ -14,6 +14,7 @@ from broker.cluster.offset_store import ZkOffsetStore
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError, zookeeper_session
+from broker.tools.reset_offsets import parse_topic_scope
 
 
 def add_arguments(parser: argparse.ArgumentParser, actions: Any) -> None:
@@ -41,14 +42,7 @@ def parse_topics(values: Any) -> dict[str, list[int] | None]:
     """``--topic t`` (every partition) or ``--topic t:0,2``; repeatable."""
     if not values:
         raise CommandError("--delete-offsets needs --topic TOPIC[:PARTITIONS]")
-    out: dict[str, list[int] | None] = {}
-    for value in [values] if isinstance(values, str) else values:
-        topic, sep, parts = value.partition(":")
-        try:
-            out[topic] = [int(p) for p in parts.split(",")] if sep else None
-        except ValueError:
-            raise CommandError(f"--topic {value}: partitions are comma-separated numbers") from None
-    return out
+    return parse_topic_scope([values] if isinstance(values, str) else values)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,4 +1,7 @@
-"""`logbus topics`: Kafka's kafka-topics command — --create, --list, --describe, --delete, --alter."""
+"""`logbus topics`: Kafka's kafka-topics command — --create, --list, --describe, --delete, --alter.
+
+--topic is a regex or comma list except for --create; --describe's report filters live in
+``broker.tools.topic_filters``."""
 
 from __future__ import annotations
 
@@ -9,17 +12,19 @@ from broker.client.admin import AdminClient, TopicDescription
 from broker.client.connection import BrokerConnectionError
 from broker.config import ConfigError, parse_overrides
 from broker.protocol.errors import ErrorCode, KafkaError
-from broker.tools import CommandError
+from broker.tools import CommandError, client_config, topic_filters
 
 ACTIONS = ("create", "list", "describe", "delete", "alter")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="a broker to talk to")
+    parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker to talk to")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="a client .properties file (bootstrap.servers, request.timeout.ms)")
     actions = parser.add_mutually_exclusive_group(required=True)
     for action in ACTIONS:
         actions.add_argument(f"--{action}", action="store_true", help=f"{action} topics")
-    parser.add_argument("--topic", help="the topic's name")
+    parser.add_argument("--topic", help="the topic's name; for --list/--describe/--delete/--alter a regex or comma list")
     parser.add_argument("--partitions", type=int, default=-1, help="number of partitions (default: num.partitions)")
     parser.add_argument(
         "--replication-factor", type=int, default=-1, help="replicas per partition (default: default.replication.factor)"
@@ -27,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config override")
     parser.add_argument("--if-not-exists", action="store_true", help="with --create: no error if the topic exists")
     parser.add_argument("--if-exists", action="store_true", help="with --delete/--describe: no error if it is missing")
+    topic_filters.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,8 +41,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--{action} needs --topic")
     if action == "alter" and args.partitions <= 0:
         raise CommandError("--alter needs --partitions N (the new, larger partition count)")
+    config = client_config(args.command_config, [], args.bootstrap_server,
+                           "--bootstrap-server (or bootstrap.servers in --command-config) is required")
+    timeout = float(config.get("request.timeout.ms", "30000")) / 1000
     try:
-        with AdminClient(args.bootstrap_server) as admin:
+        with AdminClient(config["bootstrap.servers"], timeout=timeout) as admin:
             return COMMANDS[action](admin, args)
     except BrokerConnectionError as exc:
         raise CommandError(str(exc)) from exc
@@ -54,21 +63,47 @@ def _create(admin: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _list(admin: AdminClient, args: argparse.Namespace) -> int:
-    for name in admin.list_topics():
+    for name in topic_filters.matching_topics(admin.list_topics(), args.topic, args.exclude_internal):
         print(name)
     return 0
 
 
+def _named(admin: AdminClient, args: argparse.Namespace) -> list[str] | None:
+    """The topics --topic names: itself when literal, else those its pattern matches (None: all)."""
+    if not args.topic:
+        return None if not args.exclude_internal else topic_filters.matching_topics(admin.list_topics(), None, True)
+    if not topic_filters.is_pattern(args.topic):
+        return [args.topic]
+    found = topic_filters.matching_topics(admin.list_topics(), args.topic, args.exclude_internal)
+    if not found and not args.if_exists:
+        raise CommandError(f"Topic '{args.topic}' does not exist as expected")
+    return found
+
+
 def _describe(admin: AdminClient, args: argparse.Namespace) -> int:
+    names = _named(admin, args)
+    if names == []:
+        return 0
     try:
-        topics = admin.describe_topics([args.topic] if args.topic else None)
+        topics = admin.describe_topics(names)
     except KafkaError as exc:
         if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and args.if_exists:
             return 0
         raise
+    reports = topic_filters.partition_reports(args)
     for topic in sorted(topics, key=lambda t: t.name):
-        topic.configs = admin.topic_configs(topic.name)
-        print(format_description(topic))
+        if args.topics_with_overrides:
+            topic.configs = admin.topic_configs(topic.name)
+            if topic.configs:
+                print(format_description(topic).split("\n")[0])
+        elif reports:
+            min_isr = int(admin.topic_configs(topic.name, only_overrides=False).get("min.insync.replicas", "1"))
+            shown = topic_filters.reported(topic, reports, min_isr)
+            for line in format_description(shown).split("\n")[1:]:
+                print(line)
+        else:
+            topic.configs = admin.topic_configs(topic.name)
+            print(format_description(topic))
     return 0
 
 
@@ -88,14 +123,17 @@ def format_description(topic: TopicDescription) -> str:
 
 
 def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
-    admin.create_partitions(args.topic, args.partitions)
-    print(f"Topic {args.topic} now has {args.partitions} partitions.")
+    for name in _named(admin, args) or []:
+        admin.create_partitions(name, args.partitions)
+        print(f"Topic {name} now has {args.partitions} partitions.")
     return 0
 
 
 def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
-    return _unless_already(lambda: admin.delete_topic(args.topic), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                           args.if_exists, f"Deleted topic {args.topic}.")
+    for name in _named(admin, args) or []:
+        _unless_already(lambda name=name: admin.delete_topic(name), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        args.if_exists, f"Deleted topic {name}.")
+    return 0
 
 
 def _unless_already(action: Callable[[], object], code: ErrorCode, tolerated: bool, done: str) -> int:

@@ -13,7 +13,7 @@ def logbus(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=60)
 
 
-def test_consumer_commands(broker, zk_chroot):
+def test_consumer_commands(broker, zk_chroot, tmp_path):
     topic = f"cli-{uuid.uuid4().hex[:8]}"
     create_topic(broker, topic, 2)
     produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(20)])
@@ -23,13 +23,22 @@ def test_consumer_commands(broker, zk_chroot):
                  "--property", "print.offset=true", "--property", "print.partition=true")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert len(lines) == 20 and "Partition:0\tOffset:0\tk0:v0" in lines
+    assert len(lines) == 20 and "Partition:0:Offset:0:k0:v0" in lines  # key.separator between every column, as Kafka
     assert "Processed a total of 20 messages" in out.stderr
 
+    out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--partition", "1",
+                 "--offset", "5", "--timeout-ms", "1000", "--property", "print.offset=true", "--property", "print.value=false")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"Offset:{o}" for o in range(5, 10)]
+
     # --group with --bootstrap-server: a member through the group coordinator (tests/client/test_group_consumer.py)
+    config = tmp_path / "consumer.properties"
+    config.write_text("session.timeout.ms=10000\n")
     out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", "g",
-                 "--from-beginning", "--max-messages", "20")
+                 "--from-beginning", "--max-messages", "20", "--consumer.config", str(config))
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 20, out.stderr
+    out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", f"{topic}-typo", "--group", "g")
+    assert out.returncode == 1 and out.stderr.strip().endswith(f"Topic '{topic}-typo' does not exist"), out.stderr
 
     out = logbus("console-consumer", "--zookeeper", zk_chroot, "--topic", topic, "--from-beginning",
                  "--group", "cg", "--max-messages", "5")

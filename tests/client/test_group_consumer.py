@@ -11,16 +11,10 @@ import time
 import pytest
 
 from broker.client import GroupConsumer, NoOffsetForPartitionError
-from broker.client.consumer_protocol import (
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-    range_assignor,
-    roundrobin_assignor,
-)
+from broker.client.assignors import range_assignor, roundrobin_assignor
 from broker.config import ConfigError
 from broker.coordinator.placement import coordinator_for
+from broker.protocol.consumer_protocol import decode_assignment, decode_subscription, encode_assignment, encode_subscription
 from broker.protocol.errors import KafkaError
 from tests.coordinator.conftest import (
     Member,

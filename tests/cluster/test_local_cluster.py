@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,8 @@ from broker.cluster.local_cluster import (
     pid_alive,
     process_start_time,
 )
-from broker.cluster.net import port_open
+from broker.cluster.net import free_port, port_open
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration  # starts ZooKeeper and brokers itself
 
@@ -109,11 +111,21 @@ def test_python_api_up_status_produce_down(tmp_path: Path) -> None:
     assert processes_under(cdir) == []
 
 
+def _free_port_run(n: int) -> int:
+    """A port P with P..P+n-1 all free right now."""
+    while True:
+        base = free_port("127.0.0.1")
+        if base + n < 65536 and not any(port_open("127.0.0.1", base + i, 0.1) for i in range(n)):
+            return base
+
+
 def test_cli_up_status_down(tmp_path: Path) -> None:
     cdir = tmp_path / "cli-cluster"
     try:
-        up = logbus("cluster", "up", "--dir", str(cdir), "--brokers", "3")
+        base = _free_port_run(3)
+        up = logbus("cluster", "up", "--dir", str(cdir), "--brokers", "3", "--metrics-port-base", str(base))
         assert up.returncode == 0, up.stderr
+        assert f"broker 3 http://127.0.0.1:{base + 2}/metrics" in up.stdout
         out = dict(line.split("=", 1) for line in up.stdout.splitlines() if line.split("=")[0] in
                    ("bootstrap.servers", "zookeeper.connect"))
         bootstrap = out["bootstrap.servers"]
@@ -131,11 +143,32 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
         status = logbus("cluster", "status", env={**os.environ, "LOGBUS_CLUSTER_DIR": str(cdir)})
         assert status.returncode == 0, status.stdout + status.stderr
         broker_rows = [line.split() for line in status.stdout.splitlines() if line.startswith("broker ")]
-        assert [(r[1], r[4], r[5]) for r in broker_rows] == [("1", "yes", "yes"), ("2", "yes", "yes"),
-                                                             ("3", "yes", "yes")]
+        assert [(r[1], r[4], r[5], r[6]) for r in broker_rows] == [
+            ("1", str(base), "yes", "yes"), ("2", str(base + 1), "yes", "yes"), ("3", str(base + 2), "yes", "yes")]
+        assert all(port_open("127.0.0.1", base + i, 0.5) for i in range(3)), "each broker serves its own metrics port"
         assert any(line.startswith("zookeeper") and " yes " in line for line in status.stdout.splitlines())
 
         assert len(produce(bootstrap, "cli-events", count=10)) == 10
+
+        restarted = logbus("cluster", "restart", "2", "--dir", str(cdir))
+        assert restarted.returncode == 0, restarted.stderr
+        new_pid = json.loads((cdir / STATE_FILE).read_text())["brokers"][1]["pid"]
+        assert new_pid != pids[2] and pid_alive(new_pid) and not pid_alive(pids[2])
+        pids[2] = new_pid
+
+        # broker 3 stopped and started again by hand: status sees it, down stops it before removing its data
+        os.kill(pids[3], signal.SIGTERM)
+        wait_until(lambda: not pid_alive(pids[3]), 20, what="broker 3 stopped")
+        by_hand = subprocess.Popen([sys.executable, "-m", "broker.cli", "server-start", str(cdir / "broker-3" / "server.properties")],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                   cwd=str(cdir / "broker-3"))
+        pids.append(by_hand.pid)
+        wait_until(lambda: port_open("127.0.0.1", int(bootstrap.split(",")[2].rsplit(":", 1)[1]), 0.2), 30,
+                   what="broker 3 listening again")
+        status = logbus("cluster", "status", "--dir", str(cdir))
+        row = next(line for line in status.stdout.splitlines() if line.split()[:2] == ["broker", "3"])
+        assert f"restarted outside `cluster` (pid {by_hand.pid})" in row and " yes " in row, status.stdout
+        state = json.loads((cdir / STATE_FILE).read_text())
 
         again = logbus("cluster", "up", "--dir", str(cdir))
         assert again.returncode == 1
@@ -145,6 +178,7 @@ def test_cli_up_status_down(tmp_path: Path) -> None:
         down = logbus("cluster", "down", "--dir", str(cdir))
         assert down.returncode == 0, down.stderr
         assert not any(pid_alive(pid) for pid in pids)
+        by_hand.wait(5)
         assert not any(port_open("127.0.0.1", int(hp.rsplit(":", 1)[1]), 0.2) for hp in bootstrap.split(","))
         assert not cdir.exists()
 
@@ -205,6 +239,8 @@ def test_no_cluster_and_bad_arguments(tmp_path: Path) -> None:
     assert not cluster.is_up()
     with pytest.raises(ClusterError, match="listeners cannot be overridden"):
         cluster.up(1, overrides={"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    with pytest.raises(ClusterError, match="use --metrics-port-base 9404"):
+        cluster.up(2, overrides={"metrics.port": "9404"})
     with pytest.raises(ClusterError, match="log.segment.bytes"):
         cluster.up(1, overrides={"log.segment.bytes": "abc"})
     assert not (tmp_path / "none").exists()  # refused before starting anything

@@ -39,6 +39,20 @@ def test_list_and_describe(group_broker, zk_chroot, zk_client):
         assert [(r[1], r[2], r[3], r[4], r[5], r[-1]) for r in rows] == [
             (topic, "0", "10", "10", "0", "tool-client"), (topic, "1", "10", "10", "0", "tool-client")]
         assert len({r[6] for r in rows}) == 2  # two members, one partition each
+        assert {r[7] for r in rows} == {"/127.0.0.1"}, "HOST: where each member connects from"
+
+        out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group, "--members")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[0].split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+        assert sorted(line.split()[2:] for line in out.stdout.splitlines()[1:]) == [["/127.0.0.1", "tool-client", "1"]] * 2
+        out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group, "--state")
+        assert out.returncode == 0, out.stderr
+        state = out.stdout.splitlines()[1].split()
+        assert (state[0], state[-2], state[-1]) == (group, "Stable", "2")
+        out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--reset-offsets", "--group", group,
+                     "--topic", topic, "--to-earliest", "--execute")
+        assert out.returncode == 1 and out.stderr.strip().endswith(
+            f"Assignments can only be reset if the group '{group}' is inactive, but the current state is Stable."), out.stderr
     finally:
         for m in members:
             m.leave()
@@ -55,6 +69,21 @@ def test_list_and_describe(group_broker, zk_chroot, zk_client):
     out = logbus("consumer-groups", "--zookeeper", zk_chroot, "--describe", "--group", group)
     assert out.returncode == 0, out.stderr
     assert [line.split()[3:6] for line in out.stdout.splitlines()[1:]] == [["10", "13", "3"]] * 2
+
+    out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--reset-offsets", "--group", group,
+                 "--topic", f"{topic}:1", "--shift-by", "-4")
+    assert out.returncode == 0, out.stderr
+    assert "No action will be performed" in out.stderr
+    assert out.stdout.splitlines()[1].split() == [group, topic, "1", "6"]
+    out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--reset-offsets", "--group", group,
+                 "--all-topics", "--to-offset", "11", "--execute")
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[1:] for line in out.stdout.splitlines()[1:]] == [[topic, "0", "11"], [topic, "1", "11"]]
+    out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--all-groups")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert [r[3:6] for r in rows if r and r[0] == group] == [["11", "13", "2"]] * 2, "the reset was committed"
+    assert any(r and r[0] == zk_group for r in rows)
 
     out = logbus("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", unique("none"))
     assert out.returncode != 0 and "does not exist" in out.stderr and "Traceback" not in out.stderr

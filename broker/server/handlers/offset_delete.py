@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import threads
 
-from broker.client.consumer_protocol import decode_subscription
 from broker.coordinator.group import Group, State
+from broker.protocol.consumer_protocol import decode_subscription
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey

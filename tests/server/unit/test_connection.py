@@ -9,6 +9,7 @@ import struct
 from twisted.internet import defer
 
 from broker.protocol.messages import ApiKey
+from broker.server.broker import Broker
 from broker.server.dispatch import Dispatcher, Handler
 from tests.server.unit.wire import MAX_REQUEST_BYTES, connect, decode, request, responses, unstarted_broker
 
@@ -131,3 +132,18 @@ def test_a_half_close_with_nothing_pending_closes_at_once() -> None:
     assert not transport.disconnecting
     connection.readConnectionLost()
     assert transport.disconnecting and [cid for cid, _ in responses(transport)] == [1]
+
+
+def test_a_handler_sees_the_clients_address_while_it_runs() -> None:
+    """JoinGroup records the member's host from it: consumer-groups' HOST column."""
+    seen: list[object] = []
+
+    def answer(broker_: Broker, header: object, body: dict) -> object:
+        seen.append(broker_.request_peer_host)
+        return {"error_code": 0, "api_keys": [], "throttle_time_ms": 0}
+
+    broker = unstarted_broker()
+    connection, transport = connect(broker, Dispatcher([Handler(ApiKey.API_VERSIONS, 0, 2, answer)]))
+    connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 1))
+    assert seen == [transport.getPeer().host] and seen[0]
+    assert broker.request_peer_host is None, "only while the request is dispatched"

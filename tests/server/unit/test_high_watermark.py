@@ -5,6 +5,9 @@ min.insync.replicas."""
 
 from __future__ import annotations
 
+from twisted.internet import defer
+
+from broker.cluster.zkdata import PartitionState
 from broker.protocol.errors import ErrorCode
 from tests.server.unit.harness import LAG_MAX_MS, Replicas, result_of
 
@@ -111,3 +114,26 @@ def test_requests_to_a_partition_led_elsewhere_are_not_leader(replicas: Replicas
     assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     [bad_acks] = result_of(replicas.manager.append_records(2, 1000, [("moved", 0, b"x")]))
     assert bad_acks.error_code == ErrorCode.INVALID_REQUIRED_ACKS
+
+
+def test_an_isr_change_whose_own_write_arrives_first_by_the_watch_is_still_counted(replicas: Replicas) -> None:
+    """The state watch can deliver the leader's own ISR write before the write's callback does
+    (the cause of test_metrics' flaky ``logbus_isr_expands_total``): the change is still counted."""
+    replicas.lead("watch", [1, 2, 3], isr=[1, 2])
+    pending: list[tuple[defer.Deferred[int], int]] = []
+    written = replicas.states.write_isr
+
+    def write_delivered_by_watch_first(topic: str, partition: int, state: PartitionState) -> defer.Deferred[int]:
+        version = result_of(written(topic, partition, state))
+        replicas.manager.apply_state(topic, partition, replicas.states.states[(topic, partition)])
+        d: defer.Deferred[int] = defer.Deferred()
+        pending.append((d, version))
+        return d
+
+    replicas.states.write_isr = write_delivered_by_watch_first  # type: ignore[method-assign]
+    _follower_fetch(replicas, "watch", 3, 0)
+    assert replicas.partition("watch").isr == [1, 2, 3], "the watch applied the new state"
+    [(d, version)] = pending
+    d.callback(version)
+    assert replicas.metrics.isr_expands == 1
+    assert replicas.partition("watch").zk_version == version
