@@ -205,8 +205,11 @@ class ZkOffsetStore:
 
     def delete_group(self, group: str) -> bool:
         """Remove /consumers/<g> and everything under it; False when there was nothing to remove."""
+        path = ConsumerGroupZNode.path(group)
+        if self.zk.exists(path) is None:  # a recursive delete of a missing node succeeds silently
+            return False
         try:
-            self.zk.delete(ConsumerGroupZNode.path(group), recursive=True)
+            self.zk.delete(path, recursive=True)
         except NoNodeError:
             return False
         return True

@@ -54,9 +54,13 @@ class Cluster:
         self.brokers = brokers
         self.zk = zk
         self.bootstrap = ",".join(b.bootstrap for b in brokers)
+        self._admin: AdminClient | None = None
 
     def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
+        """One client for the module: a temporary one is destroyed (and its futures failed) when collected."""
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        return self._admin
 
     def topic(self, partitions: int = 1, rf: int = 2, config: dict | None = None) -> str:
         name = f"op-{uuid.uuid4().hex[:8]}"
@@ -170,8 +174,8 @@ def test_delete_consumer_groups_with_confluent_kafka_kafka_python_and_logbus(clu
 
     kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=20000)
     try:
-        deleted = kp.delete_groups([groups["kafka-python"]])  # delete_consumer_groups in kafka-python 2.x
-        assert deleted[groups["kafka-python"]].errno == 0
+        deleted = kp.delete_groups([groups["kafka-python"]])  # kafka-python 3: {group: error name}
+        assert deleted == {groups["kafka-python"]: "OK"}
     finally:
         kp.close()
 
@@ -299,7 +303,8 @@ def test_requests_past_max_partitions_per_request_are_refused_at_once(cluster: C
     assert refused.value.args[0].code() == KafkaError.INVALID_PARTITIONS
     topic = cluster.topic(rf=1)
     with pytest.raises(Exception) as grown:
-        admin.create_partitions([NewPartitions(topic, 16_711_682)], validate_only=True)[topic].result(20)
+        # past the broker's limit, inside librdkafka's own (at most 100000)
+        admin.create_partitions([NewPartitions(topic, 50_000)], validate_only=True)[topic].result(20)
     assert grown.value.args[0].code() == KafkaError.INVALID_PARTITIONS
     a, b = f"a-{uuid.uuid4().hex[:6]}", f"b-{uuid.uuid4().hex[:6]}"
     futures = admin.create_topics([NewTopic(a, 600, 1), NewTopic(b, 600, 1)], validate_only=True)
@@ -352,7 +357,7 @@ def test_reassign_partitions_under_idempotent_produce_loses_and_duplicates_nothi
     import threading
 
     name = f"move-{uuid.uuid4().hex[:6]}"
-    cluster.admin().create_topics([NewTopic(name, replica_assignment=[[1], [1]])], operation_timeout=20)[name].result(30)
+    cluster.admin().create_topics([NewTopic(name, 2, replica_assignment=[[1], [1]])], operation_timeout=20)[name].result(30)
     acked: list[bytes] = []
     stop = threading.Event()
 
@@ -411,7 +416,7 @@ def test_preferred_leader_election_with_logbus_and_librdkafka(cluster: Cluster) 
     from confluent_kafka import ElectionType
 
     name = f"elect-{uuid.uuid4().hex[:6]}"
-    cluster.admin().create_topics([NewTopic(name, replica_assignment=[[1, 2], [1, 2]])], operation_timeout=20)[name].result(30)
+    cluster.admin().create_topics([NewTopic(name, 2, replica_assignment=[[1, 2], [1, 2]])], operation_timeout=20)[name].result(30)
     cluster.produce(name, 5)
     zk = cluster.zk
     wait_until(lambda: all(sorted(zk.partition_state(name, p).isr) == [1, 2] for p in (0, 1)), 20, what="both in the isr")
@@ -427,5 +432,5 @@ def test_preferred_leader_election_with_logbus_and_librdkafka(cluster: Cluster) 
     assert list(result.values()) == [None] and zk.partition_state(name, 1).leader == 1
     unclean = cluster.admin().elect_leaders(ElectionType.UNCLEAN, [TopicPartition(name, 1)]).result(30)
     [not_needed] = unclean.values()
-    assert not_needed is not None and not_needed.args[0].code() == KafkaError.ELECTION_NOT_NEEDED
+    assert not_needed is not None and not_needed.code() == KafkaError.ELECTION_NOT_NEEDED
     cluster.produce(name, 5)  # the elected leaders serve

@@ -111,8 +111,8 @@ def test_api_versions_advertises_only_served_versions(broker):
     with BrokerConnection(*_host_port(broker)) as conn:
         response = conn.request(ApiKey.API_VERSIONS, 2, {})
     served = {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
-    assert served[ApiKey.PRODUCE] == (0, 7)  # v0-2 advertised for librdkafka's codec checks, refused below
-    assert served[ApiKey.FETCH] == (4, 11)
+    assert served[ApiKey.PRODUCE] == (0, 7)  # v0-2 carry the legacy message sets
+    assert served[ApiKey.FETCH] == (0, 11)  # v0-3 answer legacy clients in the message format they read
     assert served[ApiKey.METADATA] == (0, 8)
     assert served[ApiKey.JOIN_GROUP] == (0, 5)  # the group coordinator (broker/coordinator)
     assert served[ApiKey.FIND_COORDINATOR] == (0, 2)  # served: librdkafka needs it for lz4

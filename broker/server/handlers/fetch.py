@@ -26,6 +26,8 @@ from broker.storage.file_slice import FileSlice
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
+NO_RESPONSE_LIMIT = 2**31 - 1  # v0-2 have no max_bytes: only each partition's limit applies, as in Kafka
+
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     wanted = [
@@ -40,7 +42,8 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
         for part in topic["partitions"]
     ]
     replica_id = request["replica_id"]
-    d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], request["max_bytes"], wanted)
+    max_bytes = request.get("max_bytes", NO_RESPONSE_LIMIT)
+    d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], max_bytes, wanted)
     if header.api_version in FETCH_MAGIC:
         d.addCallback(_down_converted, broker, wanted, FETCH_MAGIC[header.api_version])
     return d.addCallback(_answer, broker, replica_id >= 0)
