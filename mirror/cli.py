@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve Prometheus metrics at http://HOST:PORT/metrics (default 0: off)")
     parser.add_argument("--metrics.host", dest="metrics_host", default=None, metavar="HOST",
                         help="interface of the metrics endpoint (default 0.0.0.0: all)")
+    parser.add_argument("--resume.scan.max.records", dest="resume_scan_max_records", type=int, default=100_000,
+                        metavar="N", help="records of each target partition's tail read back at a (re)start or "
+                                          "takeover to resume exactly where the copies end (default 100000; 0: off)")
     parser.add_argument("--status", action="store_true",
                         help="print the status (rate, lag per source and topic) of a running mirror and exit")
     parser.add_argument("--json", action="store_true", help="with --status: print the raw JSON")
@@ -74,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
             offset_commit_interval_ms=args.offset_commit_interval_ms, stats_interval_ms=args.stats_interval_ms,
             status_file=args.status_file, target_replication_factor=args.target_replication_factor,
             metrics_port=args.metrics_port, metrics_host=args.metrics_host,
+            resume_scan_max_records=args.resume_scan_max_records,
         )
     except ConfigError as exc:
         raise CommandError(str(exc)) from None

@@ -28,6 +28,7 @@ from broker.client.producer_config import PRODUCER_CONFIG
 from broker.config import load_properties
 from broker.configdef import ConfigDef, ConfigError, Key, Range, Scope, Type
 from mirror.group_props import check_group_props
+from mirror.resume import DEFAULT_SCAN_MAX_RECORDS
 
 MIRROR_SOURCE_KEYS = ("mirror.source.name", "topic.prefix")
 DEFAULT_GROUP = "logbus-mirror-maker"
@@ -72,6 +73,9 @@ MIRROR_CONFIG = ConfigDef(
         Key("target.replication.factor", Type.INT, -1, doc="Replicas of topics the mirror creates; -1: the broker's default."),
         Key("metrics.port", Type.INT, 0, Range(0, 65535), "The Prometheus endpoint's port; 0 turns it off."),
         Key("metrics.host", Type.STRING, DEFAULT_METRICS_HOST, doc="The interface the endpoint listens on."),
+        Key("resume.scan.max.records", Type.INT, DEFAULT_SCAN_MAX_RECORDS, Range(0),
+            "Records of each target partition's tail read back to find where copying got to; 0: resume from "
+            "the committed offsets (exact resume off)."),
         Key("mirror.source.name", Type.STRING, "", doc="(consumer file) A name for this source; default: the cluster id."),
         Key("topic.prefix", Type.STRING, "", doc="(consumer file) Put before this source's topic names in the aggregate."),
     ],
@@ -115,6 +119,7 @@ class MirrorConfig:
     target_replication_factor: int = MIRROR_CONFIG.default("target.replication.factor")
     metrics_port: int = MIRROR_CONFIG.default("metrics.port")  # Prometheus endpoint (GET /metrics); 0: off
     metrics_host: str = MIRROR_CONFIG.default("metrics.host")
+    resume_scan_max_records: int = MIRROR_CONFIG.default("resume.scan.max.records")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def topic_filter(self):
@@ -154,6 +159,7 @@ def build_config(
     target_replication_factor: int = -1,
     metrics_port: int = 0,
     metrics_host: str | None = None,
+    resume_scan_max_records: int = DEFAULT_SCAN_MAX_RECORDS,
 ) -> MirrorConfig:
     """Validate the command line's choices and read the files; ConfigError names what is wrong."""
     if not consumer_configs:
@@ -175,6 +181,7 @@ def build_config(
         "offset.commit.interval.ms": offset_commit_interval_ms, "stats.interval.ms": stats_interval_ms,
         "status.file": status_file, "target.replication.factor": target_replication_factor,
         "metrics.port": metrics_port, "metrics.host": metrics_host,
+        "resume.scan.max.records": resume_scan_max_records,
     })
     prefixes = list(topic_prefixes or [])
     if len(prefixes) > len(consumer_configs):
@@ -227,4 +234,5 @@ def build_config(
         target_replication_factor=flags["target.replication.factor"],
         metrics_port=flags["metrics.port"],
         metrics_host=flags["metrics.host"] or DEFAULT_METRICS_HOST,
+        resume_scan_max_records=flags["resume.scan.max.records"],
     )

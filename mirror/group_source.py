@@ -146,6 +146,18 @@ class GroupStream:
     def _on_assign(self, partitions: set) -> None:
         self._floors = {}
         self._committed = {}
+        listener = self.source.listener
+        if listener is None or not partitions:
+            return
+        try:
+            committed = self.consumer.committed(partitions)
+        except (KafkaError, BrokerConnectionError, OSError) as exc:
+            log.warning("source %s: committed offsets not read (%s): no exact resume for this assignment",
+                        self.source.name, exc)
+            return
+        starts = listener.before_starting_fetchers({(tp[0], tp[1]): off for tp, off in committed.items()})
+        for tp, offset in starts.items():
+            self.consumer.seek(tp, offset)
 
     def _on_revoke(self, partitions: set) -> None:
         self._chunks.clear()
@@ -168,12 +180,16 @@ class GroupSource:
         self.partition_counts: dict[str, int] = {}
         self.streams: list[GroupStream] = []
         self.probe: MetadataLagProbe | None = None
+        self.owned: set[TP] | None = None  # members copy only what they were assigned: no fence needed
+        self.skip: dict[TP, frozenset[int]] = {}  # offsets already in the target (exact resume, keyed)
+        self.listener: Any = None  # the mirror's ExactResume: where a claimed partition resumes
         self._admin = TargetAdmin(cfg.bootstrap_servers)
         self._no_configs: set[str] = set()
 
     def start(self, topic_filter: Any, num_streams: int, stop: threading.Event, prepare=None,
-              flushed: Callable[[], bool] | None = None) -> None:
+              flushed: Callable[[], bool] | None = None, listener: Any = None) -> None:
         """Read the cluster id, then make ``num_streams`` members (they join on their first poll)."""
+        self.listener = listener
         self.cluster_id = self._read_cluster_id(stop)
         if not self.cfg.name:
             self.name = self.cluster_id

@@ -37,6 +37,16 @@ records with headers) and each goes to the same partition with one ``Producer.se
 Otherwise (the producer must place records by key), and for legacy v0/v1 message sets, the chunk
 is decoded and takes the bulk path. Either way the position moves to the chunk's next offset.
 
+Exact resume and fencing (``mirror.resume``): when a source partition is claimed (start, or a
+rebalance), the tail of its target says where copying really got to, and copying resumes there
+instead of at the committed offset (``ExactResume.before_starting_fetchers``; a ZooKeeper
+source's fetchers start there, a group source's member seeks there). Before a ZooKeeper source
+gives partitions up (``before_releasing_partitions``) the senders are held at the gate, the
+producer is flushed, the positions are committed and the partitions leave ``Source.owned``: a
+chunk taken before that and sent after is dropped, so a process never writes a partition it
+no longer owns, and the next owner's scan sees everything this one wrote. Within an ownership a
+chunk is trimmed to the partition's position (records below it were copied).
+
 Loop prevention: see mirror.origin. Target topics: see mirror.topics. Prometheus endpoint
 (``--metrics.port``): see mirror.metrics.
 """
@@ -62,6 +72,7 @@ from mirror.errors import MirrorError
 from mirror.group_source import GroupSource
 from mirror.metrics import MetricsServer, MirrorMetrics
 from mirror.origin import Origin, OriginEncoder, came_from, with_origin
+from mirror.resume import TailScanner
 from mirror.rewrite import rewrite_chunk
 from mirror.stats import LagProbe, Reporter
 from mirror.topics import TargetAdmin, TargetTopics, choose_partition
@@ -138,17 +149,22 @@ class Source:
         self.partition_counts: dict[str, int] = {}
         self.streams: list = []
         self.probe: LagProbe | None = None
+        self.owned: set[tuple[str, int]] = set()  # partitions this process may write (see ExactResume)
+        self.skip: dict[tuple[str, int], frozenset[int]] = {}  # offsets already in the target (keyed)
 
     @property
     def zk(self) -> ZkClient:
         return self.connector.zk  # type: ignore[union-attr]
 
-    def start(self, topic_filter, num_streams: int, stop: threading.Event, prepare=None, flushed=None) -> None:
-        """Join the group and make the streams (``flushed`` is for sources that commit on a rebalance)."""
+    def start(self, topic_filter, num_streams: int, stop: threading.Event, prepare=None, flushed=None,
+              listener=None) -> None:
+        """Join the group and make the streams (``flushed`` is for sources that commit on a rebalance;
+        ``listener``: the connector's rebalance listener, an ExactResume)."""
         self.connector = ZookeeperConsumerConnector(self.cfg.consumer_props)
         self.cluster_id = read_cluster_id(self.zk, timeout=300.0, stop=stop)
         if not self.cfg.name:
             self.name = self.cluster_id
+        self.connector.rebalance_listener = listener
         self.streams = self.connector.create_message_streams_by_filter(topic_filter, num_streams, raw=True)
         if prepare is not None:
             # create/look up the target topics of the partitions just claimed while the group settles
@@ -233,10 +249,12 @@ class MirrorMaker:
         self.producer: Producer | None = None
         self.admin: TargetAdmin | None = None
         self.topics: TargetTopics | None = None
+        self.scanner: TailScanner | None = None
         self.target_id = ""
         self.failure: BaseException | None = None
         self.send_failures = 0
         self.skipped_loop = 0
+        self.resumed = 0  # partitions resumed past their committed offset (exact resume)
         self.raw_batches = 0  # target batches sent by the raw path, and their records
         self.raw_records = 0
         self._raw_lock = threading.Lock()
@@ -280,7 +298,9 @@ class MirrorMaker:
         cfg = self.config
         if cfg.metrics_port:
             self.metrics_server = MetricsServer(MirrorMetrics(self).render, cfg.metrics_host, cfg.metrics_port)
-        self.admin = TargetAdmin(self._target_bootstrap())
+        bootstrap = self._target_bootstrap()
+        self.admin = TargetAdmin(bootstrap)
+        self.scanner = TailScanner(bootstrap, cfg.resume_scan_max_records)
         self.target_id = self.admin.cluster_id(attempts=4)  # at start-up a target that is down is an error, said soon
         if not self.target_id:
             raise MirrorError("the aggregate cluster did not tell its cluster id (Metadata v2+); cannot prevent loops")
@@ -291,7 +311,8 @@ class MirrorMaker:
                  cfg.whitelist if cfg.whitelist is not None else cfg.blacklist, len(self.sources), cfg.num_streams)
         topic_filter = cfg.topic_filter()
         for source in self.sources:
-            source.start(topic_filter, cfg.num_streams, self._stop_requested, self._prepare_targets, self._flushed)
+            source.start(topic_filter, cfg.num_streams, self._stop_requested, self._prepare_targets, self._flushed,
+                         ExactResume(self, source))
             twin = next((s for s in self.sources if s is not source and s.cluster_id == source.cluster_id), None)
             if twin is not None:
                 raise MirrorError(f"sources {twin.name} and {source.name} are the same cluster ({source.cluster_id}): "
@@ -404,6 +425,8 @@ class MirrorMaker:
             self.producer.close(timeout=30 if self.failure is None else 0)
         if self.admin is not None:
             self.admin.close()
+        if self.scanner is not None:
+            self.scanner.close()
         self.state = "failed" if self.failure is not None else "stopped"
         self._report()
         if self.metrics_server is not None:
@@ -473,6 +496,9 @@ class MirrorMaker:
                 try:
                     if stopping.is_set():
                         return
+                    chunk = _unsent_part(source, chunk)
+                    if chunk is None:
+                        continue
                     if type(chunk) is RawChunk:
                         self._mirror_raw(source, chunk, counts)
                         key = (source.name, chunk.topic)
@@ -492,6 +518,11 @@ class MirrorMaker:
         source timestamp kept (now when it has none), the partition kept when counts match."""
         first = chunk[0]
         topic, partition = first[0], first[1]
+        skip = source.skip.get((topic, partition))
+        if skip is not None:
+            chunk = _without_copied(source, topic, partition, chunk, skip)
+            if not chunk:
+                return
         target = source.cfg.topic_prefix + topic
         target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
         part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
@@ -533,7 +564,7 @@ class MirrorMaker:
         target = source.cfg.topic_prefix + topic
         target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
         part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
-        if part is None or chunk.legacy:
+        if part is None or chunk.legacy or (topic, partition) in source.skip:
             messages = chunk.decode()
             if messages:
                 self._mirror_chunk(source, messages, counts)
@@ -619,6 +650,7 @@ class MirrorMaker:
                 "source_cluster_ids": {s.name: s.cluster_id for s in self.sources},
                 "records_copied": sum(counts.values()),
                 "records_skipped_loop": self.skipped_loop,
+                "partitions_resumed_exactly": self.resumed,
                 "raw_batches": self.raw_batches,
                 "raw_records": self.raw_records,
                 "send_failures": self.send_failures,
@@ -637,3 +669,95 @@ def _sum_counters(tables: list[dict[tuple[str, str], int]]) -> dict[tuple[str, s
         for k, v in list(table.items()):
             total[k] = total.get(k, 0) + v
     return total
+
+
+class ExactResume:
+    """A source's rebalance listener: flush and fence before partitions are given up, resume
+    each claimed partition where its target's tail says copying got to (``mirror.resume``)."""
+
+    def __init__(self, maker: MirrorMaker, source: Source | GroupSource) -> None:
+        self.maker = maker
+        self.source = source
+
+    def before_releasing_partitions(self, partitions: set[tuple[str, int]]) -> None:
+        source, maker = self.source, self.maker
+        with maker.gate.exclusive():
+            if maker.producer is not None:
+                maker.producer.flush()
+            if source.owned is not None:
+                source.owned.difference_update(partitions)
+            mine = {tp: source.positions.pop(tp) for tp in partitions if tp in source.positions}
+            for tp in partitions:
+                source.skip.pop(tp, None)
+        if mine and maker.failure is None and isinstance(source, Source) and source.connector is not None:
+            source.connector.offset_store.commit(source.cfg.group, mine)
+            source.committed.update(mine)
+            log.info("source %s: rebalance: committed %d partitions before giving them up", source.name, len(mine))
+
+    def before_starting_fetchers(self, offsets: dict[tuple[str, int], int | None]) -> dict[tuple[str, int], int]:
+        source, maker = self.source, self.maker
+        starts: dict[tuple[str, int], int] = {}
+        for (topic, partition), committed in sorted(offsets.items()):
+            try:
+                resume = self._resume(topic, partition, committed)
+            except Exception as exc:  # noqa: BLE001 - never stop a rebalance: the committed offset is safe
+                log.warning("source %s: exact resume of %s-%d failed (%s): resuming from the committed offset %s",
+                            source.name, topic, partition, exc, committed)
+                continue
+            if resume.start is not None:
+                source.positions[(topic, partition)] = resume.start
+                if resume.start != committed:
+                    starts[(topic, partition)] = resume.start
+                    log.info("source %s: %s-%d resumes at %d, where its copies end in the aggregate cluster "
+                             "(committed: %s)", source.name, topic, partition, resume.start, committed)
+            if resume.skip:
+                source.skip[(topic, partition)] = resume.skip
+                log.info("source %s: %s-%d: %d records after the committed offset %s are in the aggregate cluster "
+                         "already; they are skipped", source.name, topic, partition, len(resume.skip), committed)
+        if source.owned is not None:
+            source.owned.update(offsets)
+        maker.resumed += len(starts)
+        return starts
+
+    def _resume(self, topic: str, partition: int, committed: int | None):
+        source, maker = self.source, self.maker
+        assert maker.topics is not None and maker.scanner is not None
+        target = source.cfg.topic_prefix + topic
+        target_count = maker.topics.partition_count(target, source, topic)
+        kept = choose_partition(partition, source.source_partition_count(topic, partition), target_count) is not None
+        return maker.scanner.resume(source.cluster_id, topic, partition, committed, target, range(target_count), kept)
+
+
+def _unsent_part(source: Source | GroupSource, chunk: Any) -> Any:
+    """What of a fetched chunk is still to copy: None when its partition is no longer this
+    process's to write (released in a rebalance) or all of it is below the partition's position."""
+    if type(chunk) is RawChunk:
+        tp = (chunk.topic, chunk.partition)
+    else:
+        tp = (chunk[0][0], chunk[0][1])
+    if source.owned is not None and tp not in source.owned:
+        return None
+    position = source.positions.get(tp)
+    if position is None:
+        return chunk
+    if type(chunk) is RawChunk:
+        if chunk.next_offset <= position:
+            return None
+        if chunk.min_offset < position:
+            chunk.min_offset = position
+        return chunk
+    if chunk[-1][2] < position:
+        return None
+    return chunk if chunk[0][2] >= position else [m for m in chunk if m[2] >= position]
+
+
+def _without_copied(source: Source | GroupSource, topic: str, partition: int, chunk: list,
+                    skip: frozenset[int]) -> list:
+    """The chunk's records whose offsets are not in ``skip`` (already copied, placed by key)."""
+    kept = [m for m in chunk if m[2] not in skip]
+    last = chunk[-1][2]
+    if last >= max(skip):
+        source.skip.pop((topic, partition), None)
+    if not kept:
+        source.positions[(topic, partition)] = last + 1
+    return kept

@@ -28,6 +28,10 @@ How it works (Kafka 0.8's algorithm):
   registrations) fetches with a SimpleConsumer and puts chunks of messages into the queue of
   the stream that owns the partition. NOT_LEADER, unknown partition and connection errors
   send the partition back to the leader-finder thread, which looks the leader up again.
+- A ``rebalance_listener`` (Kafka's ConsumerRebalanceListener) hears of a rebalance twice:
+  ``before_releasing_partitions`` with the partitions about to be given up (fetchers stopped,
+  queues cleared), and ``before_starting_fetchers`` with the partitions claimed and their
+  committed offsets; it may answer other start offsets (the mirror-maker's exact resume).
 - Delivery is at least once: the offset committed for a partition is the one after the last
   message the stream iterator has handed to the application.
 - Raw streams (``raw=True``, for copying programs such as the mirror-maker): the fetcher hands
@@ -43,7 +47,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from broker.client.raw_chunk import RawChunk
 from broker.client.rebalance import Blacklist, TopicFilter, Whitelist, range_assign, subscribed_threads, thread_ids
@@ -63,6 +67,19 @@ from broker.cluster.zkdata import (
 from broker.protocol.errors import UnknownTopicOrPartitionError
 
 log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class ConsumerRebalanceListener(Protocol):
+    """Told of each rebalance on the rebalance thread, with the connector's lock held."""
+
+    def before_releasing_partitions(self, partitions: set[TP]) -> None:
+        """The fetchers are stopped and the queues cleared; ``partitions`` are given up next."""
+
+    def before_starting_fetchers(self, offsets: dict[TP, int | None]) -> Mapping[TP, int]:
+        """The partitions just claimed, with their committed offsets (None: none); the answer
+        holds the start offsets to use instead."""
 
 __all__ = [
     "ConsumerConfig",
@@ -112,6 +129,7 @@ class ZookeeperConsumerConnector:
         self._unwatch: list[Callable[[], None]] = []
         self.rebalance_count = 0
         self.last_rebalance_error: str | None = None
+        self.rebalance_listener: ConsumerRebalanceListener | None = None
         self.fetchers = ConsumerFetcherManager(cfg, self.zk)
         self.zk.add_new_session_callback(self._on_new_session)
 
@@ -328,10 +346,12 @@ class ZookeeperConsumerConnector:
                 claimed.append((topic, partition))
             infos = []
             committed = self.offset_store.read(self.group, wanted, with_metadata=False)
+            starts = {tp: (known.offset if (known := committed.get(tp)) is not None else None) for tp in wanted}
+            if self.rebalance_listener is not None:
+                starts.update(self.rebalance_listener.before_starting_fetchers(dict(starts)))
             for (topic, partition), tid in sorted(wanted.items()):
                 stream = self._streams.get((topic, tid)) or self._streams[(None, tid)]
-                known = committed.get((topic, partition))
-                info = PartitionTopicInfo(topic, partition, stream, known.offset if known is not None else None)
+                info = PartitionTopicInfo(topic, partition, stream, starts[(topic, partition)])
                 self._owned[(topic, partition)] = info
                 infos.append(info)
             log.info("consumer %s owns %s", self.consumer_id,
@@ -346,6 +366,8 @@ class ZookeeperConsumerConnector:
             info.stale = True
         for stream in self._all_streams:
             stream.clear()
+        if self.rebalance_listener is not None and self._owned:
+            self.rebalance_listener.before_releasing_partitions(set(self._owned))
         if self.config.auto_commit_enable and self._owned:
             try:
                 self._commit(self._owned.values())

@@ -189,6 +189,8 @@ class _Source:
 
     def __init__(self) -> None:
         self.positions: dict = {}
+        self.owned: set | None = None
+        self.skip: dict = {}
 
     def source_partition_count(self, topic, partition):
         return 3
