@@ -12,11 +12,11 @@
    mirror's start until the aggregate holds all N (log end offsets summed);
 4. prints both and the ratio (the issue's aim: >= 85 %). Everything is stopped on exit.
 
-``--kill-at F`` (exact resume): a second run, in the same clusters, into a second target topic;
-the mirror is SIGKILLed once the target holds F of the records, then started again. It prints
-the time from that restart until the next copy shows up (the tail scan of every target partition
-happens in between) and the target's record count, which equals the source's when nothing was
-copied twice.
+``--kill-at F`` (exact resume): afterwards a second mirror copies the source into a second
+target topic and is SIGKILLed once the target holds F of the records; N/10 more records are
+produced into the source, and the mirror is started again. It prints the time from that restart
+until the next copy shows up (the tail scan of every target partition happens in between) and
+the target's record count, which equals the source's when nothing was copied twice.
 
 ``--py-spy FILE`` runs the mirror under ``py-spy record`` (collapsed stacks into FILE; it slows the
 mirror a little, so do not quote that run's rates).
@@ -101,8 +101,6 @@ def main() -> int:
         cmd = [sys.executable, "-m", "mirror", "--consumer.config", str(cfg), "--producer.config", str(pcfg),
                "--whitelist", "bench", "--num.streams", str(args.streams), "--status.file", str(home / "status.json")]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        if args.kill_at:
-            restart(home, zk.connect_string, agg, args, env)
         start = time.perf_counter()
         with open(home / "mirror.out", "wb") as out:
             mm = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -139,6 +137,8 @@ def main() -> int:
         if first is not None and mirrored > first[0]:
             print(f"(start-up until the first copies: {first[0]:.2f} s; copy rate after it: "
                   f"{(n - first[1]) / (mirrored - first[0]):,.0f} rec/s; mirror CPU {cpu:.2f} s in all)")
+        if args.kill_at:
+            restart(home, zk.connect_string, src, agg, args, env)
         return 0
     finally:
         for p in reversed(procs):
@@ -151,8 +151,9 @@ def main() -> int:
         zk.stop()
 
 
-def restart(home: Path, zk: str, agg: BrokerProcess, args, env: dict) -> None:
-    """The --kill-at run: copy into ``resumed.bench`` (topic prefix), SIGKILL at a fraction, restart."""
+def restart(home: Path, zk: str, src: BrokerProcess, agg: BrokerProcess, args, env: dict) -> None:
+    """The --kill-at run: copy into ``resumed.bench`` (topic prefix), SIGKILL at a fraction, more
+    records into the source, restart."""
     cfg = write_properties(home / "src-resume.properties", {"zookeeper.connect": f"{zk}/src", "group.id": "resume",
                                                              "mirror.source.name": "src"})
     pcfg = write_properties(home / "agg.properties", {"bootstrap.servers": agg.bootstrap})
@@ -169,6 +170,9 @@ def restart(home: Path, zk: str, agg: BrokerProcess, args, env: dict) -> None:
         first.kill()
         first.wait()
     at_kill = end_offsets(agg, topic, args.partitions)
+    more = n // 10
+    produce(src.bootstrap, "bench", more, args.size)
+    n += more
     time.sleep(7)  # the killed consumer's ZooKeeper session (6 s) ends; then its partitions are free
     started = time.perf_counter()
     with open(home / "mirror-resume.out", "ab") as out:
