@@ -68,10 +68,15 @@ class _Written:
 
     def check(self, offset: int, window: int) -> int:
         """NEW (and now recorded), DUPLICATE or BELOW_WINDOW."""
-        if offset > self.hi:
-            add_run(self.runs, offset)
+        if offset > self.hi:  # the common case, inlined: a new highest birth
+            runs = self.runs
+            if runs and runs[-1][1] == offset:
+                runs[-1][1] = offset + 1
+            else:
+                runs.append([offset, offset + 1])
             self.hi = offset
-            self._trim(window)
+            if runs[self.first][1] <= offset - window + 1:
+                self._trim(window)
             return NEW
         if offset < self.floor(window):
             return BELOW_WINDOW
@@ -123,7 +128,7 @@ class OriginIndex:
         for item in headers or ():
             if item[0] != HEADER or item[1] is None:
                 continue
-            value = bytes(item[1])
+            value = item[1] if type(item[1]) is bytes else bytes(item[1])
             prefix, _, digits = value.rpartition(b":")
             written = self._by_prefix.get(prefix)
             if written is None or not digits.isdigit():

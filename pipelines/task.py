@@ -282,9 +282,9 @@ class RangeScan:
         if self.origins is None or chunk.headers is None:
             return chunk
         check = self.origins.check
-        verdicts = [NO_ORIGIN if not h else check(h) for h in chunk.headers]
-        self.saw_origin = self.saw_origin or any(v != NO_ORIGIN for v in verdicts)
-        keep = np.fromiter((v == NEW or v == NO_ORIGIN for v in verdicts), bool, len(verdicts))
+        verdicts = np.fromiter((check(h) if h else NO_ORIGIN for h in chunk.headers), np.int8, len(chunk.headers))
+        self.saw_origin = self.saw_origin or bool((verdicts != NO_ORIGIN).any())
+        keep = (verdicts == NEW) | (verdicts == NO_ORIGIN)
         if keep.all():
             return chunk
         for offset in chunk.offsets[~keep].tolist():
