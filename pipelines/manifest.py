@@ -285,7 +285,7 @@ def _add_entry(p: dict, entry: dict) -> None:
     p["files"] += [f["path"] for f in entry["files"]]
     p["gaps"] += [list(g) for g in entry.get("gaps", [])]
     p["duplicates_dropped"] = p.get("duplicates_dropped", 0) + entry.get("duplicates_dropped", 0)
-    p["duplicate_offsets"] = sorted(p.get("duplicate_offsets", []) + [list(r) for r in entry.get("duplicate_offsets", [])])
+    p["duplicate_offsets"] = _joined(p.get("duplicate_offsets", []) + [list(r) for r in entry.get("duplicate_offsets", [])])
     if entry.get("origins") is not None:  # the ranges' indexes, merged (each holds the partition's index before it)
         before = p.get("origins")
         after = OriginIndex.from_json(entry["origins"])
@@ -294,6 +294,17 @@ def _add_entry(p: dict, entry: dict) -> None:
     for k, fn in (("min_ts", min), ("max_ts", max)):
         if entry.get(k) is not None:
             p[k] = entry[k] if p[k] is None else fn(p[k], entry[k])
+
+
+def _joined(runs: list[list[int]]) -> list[list[int]]:
+    """Offset runs ``[a, b)`` sorted, touching ones joined (the ranges of one partition meet)."""
+    out: list[list[int]] = []
+    for a, b in sorted(runs):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
 
 
 def totals(partitions: list[dict]) -> dict:

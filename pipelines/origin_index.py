@@ -26,7 +26,9 @@ run. 0 turns deduplication off.
 The index travels with the offsets: the plan pins each partition's starting index (so a rerun
 drops exactly the same records), each range's task returns the index after it (also in its
 files' commit summary, for a run finished from its files), and the committed manifest holds
-the merged index the next plan starts from.
+the merged index the next plan starts from. A partition split into several ranges of one run
+loads them at the same time: each range after the first reads the origins of up to ``window``
+offsets before its start into its index first (``RangeTask.lookback``).
 """
 
 from __future__ import annotations

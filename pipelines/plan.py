@@ -118,10 +118,13 @@ class Plan:
         for topic in sorted(self.topics):
             doc = self.topics[topic]
             for p in doc["partitions"]:
+                origins = p.get("origins")
                 for s, e in p["ranges"]:
                     if e > s:
+                        # a later piece of a split partition first reads the origins the pieces before it write
+                        lookback = max(p["start"], s - origins["window"]) if origins and s > p["start"] else None
                         out.append(RangeTask(len(out), self.run_id, topic, p["partition"], s, e, doc["spec"],
-                                             origins=p.get("origins")))
+                                             origins=origins, lookback=lookback))
         return out
 
     def rows(self) -> list[dict]:

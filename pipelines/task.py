@@ -48,6 +48,8 @@ class RangeTask:
     end: int
     spec: dict  # TopicSpec.to_dict()
     origins: dict | None = None  # the partition's origin index before this range (None: no deduplication)
+    lookback: int | None = None  # with origins, a range after the first of its partition in the run: the origins of
+                                 # [lookback, start), written by the ranges before it at the same time, are read first
 
 
 @dataclass(frozen=True)
@@ -292,8 +294,26 @@ class RangeScan:
         self.duplicates += len(keep) - int(keep.sum())
         return chunk.keep(keep)
 
+    def _read_lookback(self) -> None:
+        """Into the index, the origins of ``[task.lookback, task.start)``: the range before this one in
+        the same run writes them while this one runs, so the run's starting index does not hold them.
+        Retention may have removed them: then the index goes without."""
+        task, index = self.task, self.origins
+        if index is None or task.lookback is None or task.lookback >= task.start:
+            return
+        try:
+            for chunk in self.reader.read(task.lookback, task.start):
+                for h in chunk.headers or ():
+                    if h and index.check(h) != NO_ORIGIN:
+                        self.saw_origin = True
+        except OutOfRangeError:
+            pass
+
     def __iter__(self):
         task = self.task
+        f0 = time.monotonic()
+        self._read_lookback()
+        self.fetch_s += time.monotonic() - f0
         self._chunks = chunks = _Prefetcher(self.reader.read(task.start, task.end, self.gaps), self.ctx.prefetch_chunks)
         while True:
             f0 = time.monotonic()

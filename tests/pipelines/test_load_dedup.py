@@ -1,5 +1,5 @@
 """Deduplication by origin on a real broker and Spark: a topic fed with injected duplicate copies
-(the same ``logbus.origin`` birth twice, in one range and across two runs) is loaded with each
+(the same ``logbus.origin`` birth twice: in one range, in two ranges of one run, across two runs) is loaded with each
 birth written once; the manifests count the dropped copies; a rerun from the saved offsets writes
 the same bytes and drops the same copies; records without an origin are all written."""
 
@@ -49,9 +49,13 @@ def test_each_origin_written_once_across_runs(broker, spark, tmp_path: Path):
     _produce(broker.bootstrap, topic, first)
 
     warehouse = tmp_path / "wh"
-    cfg = parse_config(loader_config(broker.bootstrap, warehouse, [{"name": topic, "format": "raw"}]))
+    # ranges split at 40 records: a copy in one task of a birth another task of the same run writes
+    # (run 1: offsets 100..119 copy births at offsets 20..39) is found through the task's lookback
+    cfg = parse_config(loader_config(broker.bootstrap, warehouse, [{"name": topic, "format": "raw"}],
+                                     max_range_records=40))
     with Loader(cfg, spark=spark) as loader:
         [run1] = loader.run()
+    assert len(run1.plan.tasks()) == 4 + 3
     store = OffsetStore(LocalFS(f"file://{warehouse}"))
     m1 = store.manifest(topic, run1.run_id)
     parts = {p["partition"]: p for p in m1["partitions"]}

@@ -208,3 +208,16 @@ def test_validation_counts_dropped_copies_as_read():
     frame = pd.DataFrame({"partition": [0] * 6, "offset": [0, 1, 4, 6, 7, 9]})
     assert _offset_steps(frame, {"partitions": [p]}).tolist() == [1, 1, 1, 1, 1, 2]  # 8 is missing: caught
     assert expected_records(p) == 7
+
+
+def test_split_ranges_look_back_at_the_pieces_before_them():
+    from pipelines.plan import Plan
+
+    origins = OriginIndex(window=50).to_json()
+    doc = {"topic": "t", "spec": {"format": "raw"}, "partitions": [
+        {"partition": 0, "start": 100, "ranges": [[100, 140], [140, 180], [180, 260]], "origins": origins},
+        {"partition": 1, "start": 0, "ranges": [[0, 10], [10, 20]]}]}
+    tasks = Plan("R", 0, topics={"t": doc}).tasks()
+    assert [(t.partition, t.start, t.lookback) for t in tasks] == [(0, 100, None), (0, 140, 100), (0, 180, 130),
+                                                                   (1, 0, None), (1, 10, None)]
+    assert tasks[1].origins == origins and tasks[3].origins is None
