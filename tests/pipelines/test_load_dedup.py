@@ -73,15 +73,24 @@ def test_each_origin_written_once_across_runs(broker, spark, tmp_path: Path):
     second += [(0, _copy("A", 0, o)) for o in range(120, 125)]
     second += [(1, _copy("B", 1, 49)), (1, _copy("B", 1, 50))]
     _produce(broker.bootstrap, topic, second)
+    # the driver "dies" after the data and before the manifest: the next run finishes it from the
+    # files, whose commit summaries carry each range's drops and origin index
     with Loader(cfg, spark=spark) as loader:
-        [run2] = loader.run()
+        plan = loader.plan()
+        loader.load(plan)
+    with Loader(cfg, spark=spark) as loader:
+        run2, empty = loader.run()
+    assert run2.resumed and run2.run_id == plan.run_id and not empty.plan.tasks()
     m2 = store.manifest(topic, run2.run_id)
     parts = {p["partition"]: p for p in m2["partitions"]}
     assert parts[0]["duplicates_dropped"] == 15 and parts[1]["duplicates_dropped"] == 1
     assert parts[0]["duplicate_offsets"] == [[156, 166], [186, 191]]
     assert m2["totals"]["duplicates_dropped"] == 16
     hist = {h["run_id"]: h["duplicates"] for h in Loader(cfg, spark=spark).history(topic)}
-    assert hist == {run1.run_id: 22, run2.run_id: 16}
+    assert hist == {run1.run_id: 22, run2.run_id: 16, empty.run_id: 0}
+    # the next plan starts from the merged index: births A:0:0..149 as one run
+    [p0] = [p for p in store.plan(topic, empty.run_id)["partitions"] if p["partition"] == 0]
+    assert [(s["cluster"], s["hi"], s["runs"]) for s in p0["origins"]["sources"]] == [("A", 149, [[0, 150]])]
 
     rows = read_rows(warehouse, topic)
     births = [birth([(h["key"], h["value"]) for h in r["headers"]]) for r in rows]

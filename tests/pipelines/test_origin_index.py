@@ -221,3 +221,25 @@ def test_split_ranges_look_back_at_the_pieces_before_them():
     assert [(t.partition, t.start, t.lookback) for t in tasks] == [(0, 100, None), (0, 140, 100), (0, 180, 130),
                                                                    (1, 0, None), (1, 10, None)]
     assert tasks[1].origins == origins and tasks[3].origins is None
+
+
+def test_committed_origins_latest_wins_and_a_reset_starts_afresh(tmp_path):
+    from pipelines.fs import LocalFS
+    from pipelines.manifest import OffsetStore
+
+    store = OffsetStore(LocalFS(f"file://{tmp_path}"))
+    a, b = OriginIndex(window=10), OriginIndex(window=10)
+    a.check(headers("A", "t", 0, 1))
+    b.check(headers("A", "t", 0, 2))
+
+    def manifest(run_id: str, kind: str, origins: dict | None) -> None:
+        p = {"partition": 0, "next": 5, **({"origins": origins} if origins else {})}
+        store.write_manifest({"run_id": run_id, "topic": "t", "kind": kind, "partitions": [p]})
+
+    manifest("R1", "load", a.to_json())
+    manifest("R2", "load", b.to_json())
+    manifest("R3", "reset", None)
+    manifest("R4", "load", None)  # loaded without deduplication: nothing to say
+    assert store.committed_origins("t", before="R2") == {0: a.to_json()}
+    assert store.committed_origins("t", before="R3") == {0: b.to_json()}
+    assert store.committed_origins("t") == {}
