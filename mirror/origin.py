@@ -1,8 +1,9 @@
 """The origin header every mirrored record carries, and the loop check built on it.
 
-A mirrored record gets one more header ``logbus.origin`` = ``<cluster-id>:<topic>:<partition>:<offset>``
-naming the cluster it was read from and its position there. Headers it already had are kept, so a
-record mirrored twice (A -> B -> C) carries its whole chain, oldest first.
+The header (``logbus.origin`` = ``<cluster-id>:<topic>:<partition>:<offset>``), ``Origin`` and the
+parser are ``broker.protocol.origin``'s, re-exported here. A mirrored record gets one more origin
+header; headers it already had are kept, so a record mirrored twice (A -> B -> C) carries its whole
+chain, oldest first.
 
 The loop check: a mirror never copies a record into a cluster named anywhere in its chain. With
 A -> B and B -> A running together, a record born in A reaches B with origin A; the B -> A mirror
@@ -12,54 +13,11 @@ sees that A is in the chain and skips it, so nothing circulates.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
 
-HEADER = "logbus.origin"
+# the header's format and parser live with the protocol (the loader reads them too)
+from broker.protocol.origin import HEADER, Origin, birth, origins, parse_origin
 
-
-class Origin(NamedTuple):
-    cluster_id: str
-    topic: str
-    partition: int
-    offset: int
-
-    def encode(self) -> bytes:
-        return f"{self.cluster_id}:{self.topic}:{self.partition}:{self.offset}".encode()
-
-
-def parse_origin(value: bytes | str | None) -> Origin | None:
-    """An Origin from a header value; None when it does not parse.
-
-    Topic names cannot hold ':', cluster ids (url-safe base64) neither, so split on the first
-    and the last two colons."""
-    if value is None:
-        return None
-    text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray, memoryview)) else str(value)
-    cluster, sep, rest = text.partition(":")
-    if not sep:
-        return None
-    parts = rest.rsplit(":", 2)
-    if len(parts) != 3:
-        return None
-    try:
-        return Origin(cluster, parts[0], int(parts[1]), int(parts[2]))
-    except ValueError:
-        return None
-
-
-def origins(headers: Iterable | None) -> list[Origin]:
-    """Every origin in a record's headers, oldest first."""
-    found = []
-    for item in headers or ():
-        try:
-            key, value = item[0], item[1]
-        except (TypeError, IndexError):
-            continue
-        if key == HEADER:
-            origin = parse_origin(value)
-            if origin is not None:
-                found.append(origin)
-    return found
+__all__ = ["HEADER", "Origin", "parse_origin", "origins", "birth", "came_from", "with_origin", "OriginEncoder"]
 
 
 def came_from(headers: Iterable | None, cluster_id: str) -> bool:

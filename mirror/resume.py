@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import SimpleConsumer
 from broker.protocol.errors import KafkaError
-from mirror.origin import HEADER, parse_origin
+from broker.protocol.origin import HEADER, parse_origin
 
 log = logging.getLogger("mirror.resume")
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from broker.protocol.errors import InvalidRecordError
+from broker.protocol.origin import HEADER, parse_origin
 from broker.protocol.records import Tail, iter_batches, records_of
 from broker.protocol.records.arrays import record_begins, record_spans, zigzag_size, zigzag_varints
 from broker.protocol.records.codec import SMALL_VARINTS
@@ -25,7 +26,6 @@ from broker.protocol.records.codec import varint as _varint
 from broker.protocol.records.layout import CURRENT_MAGIC
 from broker.protocol.records.unrolled import read_record_head
 from broker.protocol.types import decode_varint, encode_varint
-from mirror.origin import HEADER, parse_origin
 
 _TABLE = SMALL_VARINTS  # zigzag varints of 0 .. 16383
 _ORIGIN_KEY = HEADER.encode()

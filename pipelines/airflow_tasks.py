@@ -127,10 +127,12 @@ def load_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
 
     if info["mode"] == "rerun":
         r = rerun(cfg, info["run_id"])
-        return {"run_id": r.run_id, "records": r.records, "errors": r.errors, "via": "inline"}
+        return {"run_id": r.run_id, "records": r.records, "errors": r.errors,
+                "duplicates_dropped": r.duplicates_dropped, "via": "inline"}
     results = load_run(cfg, info["run_id"])
     return {"run_id": info["run_id"], "records": sum(r.count for r in results),
-            "errors": sum(r.errors for r in results), "via": "inline"}
+            "errors": sum(r.errors for r in results), "duplicates_dropped": sum(r.duplicates_dropped for r in results),
+            "via": "inline"}
 
 
 def validate_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
@@ -176,7 +178,8 @@ def summary(cfg: LoaderConfig, run_id: str) -> dict:
             v = None
         out["topics"][topic] = {
             "partitions": [{"partition": p["partition"], "start": p["start"], "end": p["end"], "rows": p["count"],
-                            "errors": p["errors"], "files": len(p["files"])} for p in m["partitions"]],
+                            "errors": p["errors"], "duplicates_dropped": p.get("duplicates_dropped", 0),
+                            "files": len(p["files"])} for p in m["partitions"]],
             "rows": m["totals"]["records"], "status": m["status"], "reruns": len(m.get("reruns", [])),
             "validation": None if v is None else ("passed" if v["success"] else "FAILED"),
             "checks": None if v is None else v["evaluated"],
@@ -190,8 +193,9 @@ def format_summary(s: Mapping[str, Any]) -> list[str]:
     for topic, t in sorted(s["topics"].items()):
         lines.append(f"  {topic}: {t['rows']:,} rows, validation {t['validation']} ({t['checks']} checks)")
         for p in t["partitions"]:
+            dropped = p.get("duplicates_dropped") or 0
             lines.append(f"    partition {p['partition']}: offsets [{p['start']}, {p['end']})  {p['rows']:,} rows"
-                         f"  {p['files']} file(s)")
+                         f"{f'  {dropped:,} duplicate copies dropped' if dropped else ''}  {p['files']} file(s)")
         lines.append(f"    parquet:   {t['parquet']}")
         lines.append(f"    data docs: {t['data_docs']}")
     return lines

@@ -90,7 +90,9 @@ def _run(loader, args, out) -> int:
     results = loader.run()
     for result in results:
         print(f"\nrun {result.run_id}{' (finished a pending run)' if result.resumed else ''}: "
-              f"{result.records:,} records, {result.errors:,} errors, {result.bytes:,} bytes in {result.seconds:.1f} s"
+              f"{result.records:,} records, {result.errors:,} errors, "
+              f"{f'{result.duplicates_dropped:,} duplicate copies dropped, ' if result.duplicates_dropped else ''}"
+              f"{result.bytes:,} bytes in {result.seconds:.1f} s"
               f" ({result.records / result.seconds if result.seconds else 0:,.0f} records/s)", file=out)
         rows = result.partition_rows()
         if rows:
@@ -100,8 +102,9 @@ def _run(loader, args, out) -> int:
                 r["min"], r["max"] = fmt_ts(r["min_ts"]), fmt_ts(r["max_ts"])
             print(format_table(rows, [("topic", "topic"), ("partition", "part"), ("start", "start"), ("end", "end"),
                                       ("tasks", "tasks"), ("records", "records"), ("errors", "errors"),
-                                      ("bytes", "bytes"), ("files", "files"), ("min", "first record (UTC)"),
-                                      ("max", "last record (UTC)"), ("gap", "gap"), ("status", "status")]), file=out)
+                                      ("duplicates", "dups dropped"), ("bytes", "bytes"), ("files", "files"),
+                                      ("min", "first record (UTC)"), ("max", "last record (UTC)"), ("gap", "gap"),
+                                      ("status", "status")]), file=out)
     incomplete = [r for r in results if r.plan.unavailable]
     if incomplete:
         from pipelines.plan import incomplete_line
@@ -140,6 +143,7 @@ def _rerun(loader, args, out) -> int:
 
     result = loader.rerun(args.run_id)
     print(f"rerun of {result.run_id}: {result.records:,} records, {result.errors:,} errors, "
+          f"{f'{result.duplicates_dropped:,} duplicate copies dropped, ' if result.duplicates_dropped else ''}"
           f"{sum(len(r.files) for r in result.results)} files rewritten in {result.seconds:.1f} s", file=out)
     print(format_table(result.partition_rows(), [("topic", "topic"), ("partition", "part"), ("start", "start"),
                                                  ("end", "end"), ("records", "records"), ("files", "files")]), file=out)
@@ -155,7 +159,7 @@ def _history(loader, args, out) -> int:
         return 0
     print(format_table(rows, [("run_id", "run"), ("topic", "topic"), ("kind", "kind"), ("status", "status"),
                               ("partitions", "parts"), ("records", "records"), ("errors", "errors"),
-                              ("bytes", "bytes"), ("gaps", "gaps"), ("reruns", "reruns"),
+                              ("duplicates", "dups dropped"), ("bytes", "bytes"), ("gaps", "gaps"), ("reruns", "reruns"),
                               ("ranges", "ranges (partition:start-end)")]), file=out)
     return 0
 

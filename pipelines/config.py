@@ -53,6 +53,10 @@ LOADER_CONFIG = ConfigDef(
         Key("max_error_ratio", Type.DOUBLE, 0.0, Range(0, 1),
             doc="Share of undecodable records a run tolerates (sent to `_errors/`)."),
         Key("fetch.max.bytes", Type.INT, 1 << 20, Range(1024), "Bytes per Fetch request of a task."),
+        Key("dedup.origin.window.offsets", Type.INT, 100_000, Range(0),
+            doc="Records carrying `logbus.origin` headers are written once per origin: per origin source partition the "
+                "index keeps the birth offsets written within this many of the highest one (older ones count as "
+                "written). 0: no deduplication."),
         Key("parquet.compression", Type.STRING, "snappy", _one_of(*PARQUET_COMPRESSIONS), "The Parquet codec."),
         Key("parquet.row_group_size", Type.INT, 128 * 1024, Range(1), "Rows per Parquet row group."),
         Key("parquet.writer", Type.STRING, None, _one_of(*PARQUET_WRITERS),
@@ -161,6 +165,7 @@ class LoaderConfig:
     out_of_range: str = "fail"
     max_range_records: int = 5_000_000
     fetch_max_bytes: int = 1 << 20
+    dedup_window: int = 100_000           # dedup.origin.window.offsets (pipelines.origin_index); 0: off
     request_timeout_ms: int = 30_000
     max_error_ratio: float = 0.0
     parquet_compression: str = "snappy"
@@ -228,7 +233,7 @@ def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
 # --- parsing -----------------------------------------------------------------------------------
 
 _TOP_KEYS = {"cluster", "warehouse", "topics", "reset", "out_of_range", "max_range_records", "max_error_ratio",
-             "fetch", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow", "metrics"}
+             "fetch", "dedup", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow", "metrics"}
 
 
 def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoaderConfig:
@@ -303,6 +308,9 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     fetch = _mapping(raw, "fetch")
     fetch_max = _value(fetch, "max.bytes", "fetch.max.bytes")
     _no_unknown(fetch, {"max.bytes"}, "fetch.")
+    dedup = _mapping(raw, "dedup")
+    dedup_window = _value(dedup, "origin.window.offsets", "dedup.origin.window.offsets")
+    _no_unknown(dedup, {"origin.window.offsets"}, "dedup.")
     parquet = _mapping(raw, "parquet")
     compression = _value(parquet, "compression", "parquet.compression")
     row_group = _value(parquet, "row_group_size", "parquet.row_group_size")
@@ -336,6 +344,7 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     cfg = LoaderConfig(
         bootstrap_servers=bootstrap, zookeeper_connect=str(zk) if zk else None, warehouse=warehouse.rstrip("/"),
         topics=topics, reset=reset, out_of_range=oor, max_range_records=max_range, fetch_max_bytes=fetch_max,
+        dedup_window=dedup_window,
         request_timeout_ms=request_timeout, max_error_ratio=float(ratio),
         parquet_compression=compression, row_group_size=row_group, parquet_writer=writer,
         spark_master=master, spark_app_name=app_name,

@@ -28,6 +28,7 @@ from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.manifest import OffsetStore, build_manifest, new_run_id, now_ms, result_from_scan, totals
 from pipelines.metrics_push import push_run
+from pipelines.origin_index import OriginIndex
 from pipelines.plan import Cluster, Plan, incomplete_line, make_plan, plan_from_docs
 from pipelines.task import RangeTask, TaskContext
 from pipelines.task_stats import EMPTY, LOADED, TaskStats
@@ -59,13 +60,17 @@ class RunResult:
     def bytes(self) -> int:
         return sum(r.bytes for r in self.results)
 
+    @property
+    def duplicates_dropped(self) -> int:
+        return sum(r.duplicates_dropped for r in self.results)
+
     def partition_rows(self) -> list[dict]:
         """One summary row per topic-partition (what the CLI's table shows)."""
         rows: dict[tuple[str, int], dict] = {}
         for p in self.plan.rows():
             rows[(p["topic"], p["partition"])] = {
                 "topic": p["topic"], "partition": p["partition"], "start": p["start"], "end": p["end"],
-                "tasks": sum(1 for s, e in p["ranges"] if e > s), "records": 0, "errors": 0, "bytes": 0,
+                "tasks": sum(1 for s, e in p["ranges"] if e > s), "records": 0, "errors": 0, "duplicates": 0, "bytes": 0,
                 "files": 0, "min_ts": None, "max_ts": None, "seconds": 0.0,
                 "gap": f"{p['gap'][0]}..{p['gap'][1]}" if p.get("gap") else None,
                 "status": EMPTY if p["end"] <= p["start"] else LOADED}
@@ -75,6 +80,7 @@ class RunResult:
                 continue
             row["records"] += r.count
             row["errors"] += r.errors
+            row["duplicates"] += r.duplicates_dropped
             row["bytes"] += r.bytes
             row["files"] += len(r.files)
             row["seconds"] = max(row["seconds"], r.seconds or 0.0)
@@ -311,12 +317,14 @@ class Loader:
         for topic, doc in docs.items():
             if doc.get("kind") in ("reset", "rebuilt") or doc.get("spec") is None:
                 raise LoadError(f"run {run_id} of {topic} is a {doc.get('kind')} record, not a load: nothing to replay")
+            starts = self._origins_before(topic, run_id, doc)
             plan_docs[topic] = {
                 "run_id": run_id, "topic": topic, "planned_ms": doc.get("planned_ms"), "spec": doc["spec"],
                 "partitions": [{"partition": p["partition"], "start": p["start"], "end": p["end"],
                                 "ranges": p["ranges"], "gap": None,
                                 "reason": p.get("reason", ""), "earliest": p.get("earliest"),
-                                "latest": p.get("latest")} for p in doc["partitions"]],
+                                "latest": p.get("latest"), "origins": starts.get(int(p["partition"]))}
+                               for p in doc["partitions"]],
             }
         plan = plan_from_docs(run_id, plan_docs)
         t0 = time.monotonic()
@@ -328,10 +336,21 @@ class Loader:
                 mine = [r for r in results if r.topic == topic]
                 manifest.setdefault("reruns", []).append({"at_ms": now_ms(), **totals(
                     [{"count": r.count, "errors": r.errors, "bytes": r.bytes, "end": r.end,
-                      "start": r.start, "files": r.files} for r in mine])})
+                      "start": r.start, "files": r.files, "duplicates_dropped": r.duplicates_dropped} for r in mine])})
                 self.store.write_manifest(manifest)
                 result.manifests.append(manifest)
         return result
+
+    def _origins_before(self, topic: str, run_id: str, doc: dict) -> dict[int, dict]:
+        """{partition: the origin index run ``run_id`` started from}: its plan's, else rebuilt from the
+        manifests committed before it (partitions loaded without deduplication have none)."""
+        plan = self.store.plan(topic, run_id)
+        if plan is not None:
+            return {int(p["partition"]): p["origins"] for p in plan["partitions"] if p.get("origins") is not None}
+        before = self.store.committed_origins(topic, before=run_id)
+        return {int(p["partition"]): OriginIndex.from_json(before.get(int(p["partition"])),
+                                                           p["origins"]["window"]).to_json()
+                for p in doc["partitions"] if p.get("origins") is not None}
 
     def history(self, topic: str | None = None) -> list[dict]:
         """Every committed or pending run, newest last: one row per (run, topic)."""
@@ -348,6 +367,7 @@ class Loader:
                     "partitions": len(parts),
                     "ranges": " ".join(f"{p['partition']}:{p['start']}-{p['end']}" for p in parts),
                     "records": m.get("totals", {}).get("records", 0), "errors": m.get("totals", {}).get("errors", 0),
+                    "duplicates": m.get("totals", {}).get("duplicates_dropped", 0),
                     "bytes": m.get("totals", {}).get("bytes", 0), "gaps": sum(len(p.get("gaps", [])) for p in parts),
                     "reruns": len(m.get("reruns", [])),
                 })
@@ -359,7 +379,7 @@ class Loader:
                 rows.append({
                     "run_id": run_id, "topic": t, "kind": "load", "status": "pending", "partitions": len(parts),
                     "ranges": " ".join(f"{p['partition']}:{p['start']}-{p['end']}" for p in parts),
-                    "records": None, "errors": None, "bytes": None, "gaps": 0, "reruns": 0,
+                    "records": None, "errors": None, "duplicates": None, "bytes": None, "gaps": 0, "reruns": 0,
                 })
         rows.sort(key=lambda r: (r["run_id"], r["topic"]))
         return rows

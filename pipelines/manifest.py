@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import pyarrow.parquet as pq
 
 from pipelines.fs import LocalFS, WarehouseFS
+from pipelines.origin_index import OriginIndex
 from pipelines.task_stats import TaskStats
 from pipelines.writer import commit_record_path, parse_file_name
 
@@ -144,6 +145,20 @@ class OffsetStore:
                 offsets[int(p["partition"])] = int(p["next"])
         return offsets
 
+    def committed_origins(self, topic: str, before: str | None = None) -> dict[int, dict]:
+        """{partition: origin index (``pipelines.origin_index``)} of the committed manifests (latest
+        wins; of the runs before ``before`` when given). A reset starts its partitions afresh."""
+        found: dict[int, dict] = {}
+        for m in self.manifests(topic):
+            if before is not None and m["run_id"] >= before:
+                continue
+            for p in m.get("partitions", []):
+                if m.get("kind") == "reset":
+                    found.pop(int(p["partition"]), None)
+                elif p.get("origins") is not None:
+                    found[int(p["partition"])] = p["origins"]
+        return found
+
     def has_history(self, topic: str) -> bool:
         return bool(self.run_ids(topic, "manifest"))
 
@@ -173,6 +188,9 @@ class OffsetStore:
             entry["expected_files"] = commit.get("files", entry["expected_files"])
             entry["expects_errors"] = bool(commit.get("errors"))
             entry["gaps"] = commit.get("gaps", [])
+            entry["duplicates_dropped"] = commit.get("duplicates_dropped", 0)
+            entry["duplicate_offsets"] = commit.get("duplicate_offsets", [])
+            entry["origins"] = commit.get("origins")
             if "/_errors/" in path:
                 entry["has_errors_file"] = True
                 entry["errors"] = meta.num_rows
@@ -257,7 +275,7 @@ def _ts_stats(meta) -> tuple[int | None, int | None]:
 def _partition_result(partition: int, start: int, end: int, reason: str) -> dict:
     return {"partition": partition, "start": start, "end": end, "next": end, "reason": reason, "ranges": [],
             "count": 0, "errors": 0, "bytes": 0, "min_ts": None, "max_ts": None, "files": [], "gaps": [],
-            "seconds": 0.0, "status": "loaded"}
+            "seconds": 0.0, "status": "loaded", "duplicates_dropped": 0, "duplicate_offsets": []}
 
 
 def _add_entry(p: dict, entry: dict) -> None:
@@ -266,10 +284,27 @@ def _add_entry(p: dict, entry: dict) -> None:
     p["bytes"] += entry["bytes"]
     p["files"] += [f["path"] for f in entry["files"]]
     p["gaps"] += [list(g) for g in entry.get("gaps", [])]
+    p["duplicates_dropped"] = p.get("duplicates_dropped", 0) + entry.get("duplicates_dropped", 0)
+    p["duplicate_offsets"] = _joined(p.get("duplicate_offsets", []) + [list(r) for r in entry.get("duplicate_offsets", [])])
+    if entry.get("origins") is not None:  # the ranges' indexes, merged (each holds the partition's index before it)
+        before = p.get("origins")
+        after = OriginIndex.from_json(entry["origins"])
+        p["origins"] = (after if before is None else OriginIndex.from_json(before).merge(after)).to_json()
     p["seconds"] = round(p.get("seconds", 0.0) + (entry.get("seconds") or 0.0), 3)
     for k, fn in (("min_ts", min), ("max_ts", max)):
         if entry.get(k) is not None:
             p[k] = entry[k] if p[k] is None else fn(p[k], entry[k])
+
+
+def _joined(runs: list[list[int]]) -> list[list[int]]:
+    """Offset runs ``[a, b)`` sorted, touching ones joined (the ranges of one partition meet)."""
+    out: list[list[int]] = []
+    for a, b in sorted(runs):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
 
 
 def totals(partitions: list[dict]) -> dict:
@@ -279,6 +314,7 @@ def totals(partitions: list[dict]) -> dict:
         "bytes": sum(p["bytes"] for p in partitions),
         "offsets": sum(p["end"] - p["start"] for p in partitions),
         "files": sum(len(p["files"]) for p in partitions),
+        "duplicates_dropped": sum(p.get("duplicates_dropped", 0) for p in partitions),
         "seconds": round(sum(p.get("seconds") or 0.0 for p in partitions), 3),  # task-seconds, summed
     }
 
@@ -293,6 +329,8 @@ def build_manifest(plan_doc: dict, results: list[TaskStats], kind: str = "load",
         p["gaps"] = [list(pp["gap"])] if pp.get("gap") else []
         p["latest"] = pp.get("latest")
         p["earliest"] = pp.get("earliest")
+        if pp.get("origins") is not None:
+            p["origins"] = pp["origins"]  # the index the run started from; each range's merges into it
         statuses = set()
         for s, e in pp["ranges"]:
             r = by_range.get((pp["partition"], s, e))
@@ -302,7 +340,9 @@ def build_manifest(plan_doc: dict, results: list[TaskStats], kind: str = "load",
                 continue
             statuses.add(r.status)
             _add_entry(p, {"rows": r.count, "errors": r.errors, "bytes": r.bytes, "files": r.files, "gaps": r.gaps,
-                           "min_ts": r.min_ts, "max_ts": r.max_ts, "seconds": r.seconds})
+                           "min_ts": r.min_ts, "max_ts": r.max_ts, "seconds": r.seconds,
+                           "duplicates_dropped": r.duplicates_dropped, "duplicate_offsets": r.duplicate_offsets,
+                           "origins": r.origins})
         if "topic_deleted" in statuses:
             p["status"] = "topic_deleted"
             p["next"] = p["start"]
@@ -328,7 +368,10 @@ def result_from_scan(topic: str, partition: int, start: int, end: int, entry: di
     """A task result reconstructed from a complete committed range."""
     return TaskStats(index=-1, topic=topic, partition=partition, start=start, end=end, count=entry["rows"],
                      errors=entry["errors"], bytes=entry["bytes"], files=tuple(entry["files"]), min_ts=entry["min_ts"],
-                     max_ts=entry["max_ts"], gaps=tuple(tuple(g) for g in entry.get("gaps", [])), rebuilt=True)
+                     max_ts=entry["max_ts"], gaps=tuple(tuple(g) for g in entry.get("gaps", [])), rebuilt=True,
+                     duplicates_dropped=entry.get("duplicates_dropped", 0),
+                     duplicate_offsets=tuple(tuple(r) for r in entry.get("duplicate_offsets", [])),
+                     origins=entry.get("origins"))
 
 
 __all__ = ["OffsetStore", "build_manifest", "split_range", "new_run_id", "totals", "posixpath"]

@@ -26,6 +26,8 @@ TOPIC_METRICS = (
     ("logbus_loader_records", "records", "Records written to the warehouse by the last committed run, per topic."),
     ("logbus_loader_bytes", "bytes", "Parquet bytes written by the last committed run, per topic."),
     ("logbus_loader_errors", "errors", "Undecodable values (sent to _errors/) in the last committed run, per topic."),
+    ("logbus_loader_duplicates_dropped", "duplicates_dropped",
+     "Copies not written because their origin was written already (deduplication by origin), per topic."),
     ("logbus_loader_task_seconds", "seconds", "Seconds the last committed run's tasks took, summed per topic."),
 )
 

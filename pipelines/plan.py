@@ -14,6 +14,7 @@ from broker.protocol.errors import KafkaError, LeaderNotAvailableError
 from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
+from pipelines.origin_index import OriginIndex
 from pipelines.task import RangeTask
 
 
@@ -117,9 +118,13 @@ class Plan:
         for topic in sorted(self.topics):
             doc = self.topics[topic]
             for p in doc["partitions"]:
+                origins = p.get("origins")
                 for s, e in p["ranges"]:
                     if e > s:
-                        out.append(RangeTask(len(out), self.run_id, topic, p["partition"], s, e, doc["spec"]))
+                        # a later piece of a split partition first reads the origins the pieces before it write
+                        lookback = max(p["start"], s - origins["window"]) if origins and s > p["start"] else None
+                        out.append(RangeTask(len(out), self.run_id, topic, p["partition"], s, e, doc["spec"],
+                                             origins=origins, lookback=lookback))
         return out
 
     def rows(self) -> list[dict]:
@@ -183,6 +188,7 @@ def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id
     for topic, spec in sorted(chosen.items()):
         committed = store.committed_offsets(topic)
         history = store.has_history(topic)
+        origins = store.committed_origins(topic) if config.dedup_window else {}
         partitions = []
         unavailable = []
         for partition in sorted(layout[topic]):
@@ -216,6 +222,8 @@ def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id
                 "leader": layout[topic][partition], "reason": reason, "gap": gap,
                 "ranges": [list(r) for r in split_range(start, latest, config.max_range_records)],
             })
+            if config.dedup_window:  # the origin index the run starts from (pipelines.origin_index)
+                partitions[-1]["origins"] = OriginIndex.from_json(origins.get(partition), config.dedup_window).to_json()
         plan.topics[topic] = {
             "version": 1, "run_id": plan.run_id, "topic": topic, "planned_ms": plan.planned_ms,
             "spec": spec.to_dict(), "max_range_records": config.max_range_records, "partitions": partitions,

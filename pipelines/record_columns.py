@@ -59,6 +59,13 @@ class RecordChunk:
         """The records with offsets below ``end``."""
         return self.head(int(np.searchsorted(self.offsets, end)))
 
+    def keep(self, mask: np.ndarray) -> RecordChunk:
+        """The records where ``mask`` is true (``next_offset`` kept: reading goes on after all of them)."""
+        rows = pa.array(mask)
+        headers = None if self.headers is None else [h for h, k in zip(self.headers, mask.tolist()) if k]
+        return RecordChunk(self.topic, self.partition, self.offsets[mask], self.timestamps[mask], self.keys.filter(rows),
+                           self.values.filter(rows), headers if headers and any(headers) else None, self.next_offset)
+
     def header_lists(self) -> list:
         return self.headers if self.headers is not None else [[] for _ in range(len(self))]
 

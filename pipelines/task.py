@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import (
     EARLIEST_TIME,
@@ -31,6 +33,7 @@ from broker.protocol.errors import (
 from pipelines.config import TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError, TopicDeletedError
 from pipelines.faults import NO_FAULTS, LoadFaults
+from pipelines.origin_index import NEW, NO_ORIGIN, OriginIndex, add_run
 from pipelines.record_columns import RecordChunk, decode_chunk
 from pipelines.task_stats import EMPTY, TOPIC_DELETED, TaskStats
 
@@ -44,6 +47,9 @@ class RangeTask:
     start: int
     end: int
     spec: dict  # TopicSpec.to_dict()
+    origins: dict | None = None  # the partition's origin index before this range (None: no deduplication)
+    lookback: int | None = None  # with origins, a range after the first of its partition in the run: the origins of
+                                 # [lookback, start), written by the ranges before it at the same time, are read first
 
 
 @dataclass(frozen=True)
@@ -252,7 +258,9 @@ def new_stats(task: RangeTask, attempt: int = 0) -> TaskStats:
 class RangeScan:
     """The fetch -> decode loop of one range, shared by the Python writer (``run_range``) and the
     Hadoop writer (``pipelines.hadoop_writer``): iterating yields each chunk's ``(batch, times, bad)``
-    as ``Decoder.decode`` returns them; counts, time bounds, gaps and timings are kept for ``stats()``."""
+    as ``Decoder.decode`` returns them; counts, time bounds, gaps and timings are kept for ``stats()``.
+    With an origin index (``task.origins``), records whose origin was written already are dropped
+    before decoding (``pipelines.origin_index``)."""
 
     def __init__(self, task: RangeTask, ctx: TaskContext) -> None:
         from pipelines.decoders import Decoder
@@ -266,9 +274,46 @@ class RangeScan:
         self.min_ts = self.max_ts = None
         self.fetch_s = self.decode_s = 0.0
         self._chunks: _Prefetcher | None = None
+        self.origins = None if task.origins is None else OriginIndex.from_json(task.origins)
+        self.duplicates = 0
+        self.duplicate_runs: list[list[int]] = []
+        self.saw_origin = False  # a record with an origin header was read (the index may have changed)
+
+    def _drop_duplicates(self, chunk: RecordChunk) -> RecordChunk:
+        """The chunk less the records whose origin the index holds (recording the others' origins)."""
+        if self.origins is None or chunk.headers is None:
+            return chunk
+        check = self.origins.check
+        verdicts = np.fromiter((check(h) if h else NO_ORIGIN for h in chunk.headers), np.int8, len(chunk.headers))
+        self.saw_origin = self.saw_origin or bool((verdicts != NO_ORIGIN).any())
+        keep = (verdicts == NEW) | (verdicts == NO_ORIGIN)
+        if keep.all():
+            return chunk
+        for offset in chunk.offsets[~keep].tolist():
+            add_run(self.duplicate_runs, offset)
+        self.duplicates += len(keep) - int(keep.sum())
+        return chunk.keep(keep)
+
+    def _read_lookback(self) -> None:
+        """Into the index, the origins of ``[task.lookback, task.start)``: the range before this one in
+        the same run writes them while this one runs, so the run's starting index does not hold them.
+        Retention may have removed them: then the index goes without."""
+        task, index = self.task, self.origins
+        if index is None or task.lookback is None or task.lookback >= task.start:
+            return
+        try:
+            for chunk in self.reader.read(task.lookback, task.start):
+                for h in chunk.headers or ():
+                    if h and index.check(h) != NO_ORIGIN:
+                        self.saw_origin = True
+        except OutOfRangeError:
+            pass
 
     def __iter__(self):
         task = self.task
+        f0 = time.monotonic()
+        self._read_lookback()
+        self.fetch_s += time.monotonic() - f0
         self._chunks = chunks = _Prefetcher(self.reader.read(task.start, task.end, self.gaps), self.ctx.prefetch_chunks)
         while True:
             f0 = time.monotonic()
@@ -277,7 +322,9 @@ class RangeScan:
             self.fetch_s += f1 - f0
             if chunk is None:
                 return
-            batch, times, bad = self.decoder.decode(chunk)
+            read_to = chunk.last_offset + 1 if len(chunk) else task.start
+            chunk = self._drop_duplicates(chunk)
+            batch, times, bad = self.decoder.decode(chunk) if len(chunk) else (None, [], [])
             self.errors += len(bad)
             if batch is not None:
                 self.count += batch.num_rows
@@ -288,13 +335,13 @@ class RangeScan:
                     self.max_ts = hi if self.max_ts is None else max(self.max_ts, hi)
             yield batch, times, bad
             self.decode_s += time.monotonic() - f1  # decoding plus the caller's handling of the chunk
-            self.progress.send(chunk.last_offset + 1 if len(chunk) else task.start, self.count + self.errors)
+            self.progress.send(read_to, self.count + self.errors + self.duplicates)
 
     def close(self) -> None:
         if self._chunks is not None:
             self._chunks.close()
         self.reader.close()
-        self.progress.send(self.task.end, self.count + self.errors, done=True)
+        self.progress.send(self.task.end, self.count + self.errors + self.duplicates, done=True)
         self.progress.close()
 
     def stats(self, before: TaskStats) -> TaskStats:
@@ -303,7 +350,9 @@ class RangeScan:
                        gaps=tuple((int(a), int(b)) for a, b in self.gaps), fetch_s=round(self.fetch_s, 3),
                        decode_s=round(self.decode_s, 3), leader_changes=self.reader.leader_changes,
                        chunks_vectorised=self.decoder.chunks_vectorised,
-                       chunks_per_record=self.decoder.chunks_per_record)
+                       chunks_per_record=self.decoder.chunks_per_record, duplicates_dropped=self.duplicates,
+                       duplicate_offsets=tuple((a, b) for a, b in self.duplicate_runs),
+                       origins=self.origins.to_json() if self.origins is not None and self.saw_origin else None)
 
 
 def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
@@ -330,15 +379,26 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
             writer.abort()
             return replace(stats, status=TOPIC_DELETED)
         w0 = time.monotonic()
-        files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps)
+        done = scan.stats(stats)
+        files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps,
+                              dedup=dedup_summary(done))
         write_s = time.monotonic() - w0
     except BaseException:
         writer.abort()
         raise
     finally:
         scan.close()
-    return replace(scan.stats(stats), files=tuple(files), bytes=sum(f["bytes"] for f in files), write_s=write_s,
+    return replace(done, files=tuple(files), bytes=sum(f["bytes"] for f in files), write_s=write_s,
                    seconds=round(time.monotonic() - t0, 3))
+
+
+def dedup_summary(stats: TaskStats) -> dict | None:
+    """What a range's commit summary records of its deduplication (None when it read no origin: the
+    partition's index is then what it was before the range)."""
+    if stats.origins is None:
+        return None
+    return {"duplicates_dropped": stats.duplicates_dropped, "duplicate_offsets": [list(r) for r in stats.duplicate_offsets],
+            "origins": stats.origins}
 
 
 def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:

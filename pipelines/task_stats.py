@@ -26,6 +26,9 @@ class TaskStats:
     min_ts: int | None = None       # record timestamp bounds (ms)
     max_ts: int | None = None
     gaps: tuple[tuple[int, int], ...] = ()  # offsets skipped by retention (out_of_range: earliest)
+    duplicates_dropped: int = 0     # records not written: their origin was written already (pipelines.origin_index)
+    duplicate_offsets: tuple[tuple[int, int], ...] = ()  # their offsets, as runs [a, b)
+    origins: dict | None = None     # the partition's origin index after this range (None: unchanged, or no deduplication)
     status: str = LOADED            # loaded, empty or topic_deleted
     fetch_s: float = 0.0            # time waiting for fetched chunks
     decode_s: float = 0.0           # time decoding them (and handing them to the writer)
@@ -47,6 +50,7 @@ class TaskStats:
         values = {k: v for k, v in doc.items() if k in known}
         values["files"] = tuple(values.get("files", ()))
         values["gaps"] = tuple(tuple(g) for g in values.get("gaps", ()))
+        values["duplicate_offsets"] = tuple(tuple(g) for g in values.get("duplicate_offsets", ()))
         values.setdefault("index", -1)
         return cls(**values)
 

@@ -7,7 +7,7 @@ plan's ranges plus the load's counts, i.e. what ``commit`` would write):
 - row count of every partition equals the manifest's count;
 - (topic, partition, offset) unique; offsets inside the planned ranges and contiguous
   (every offset of [start, end) is a row or an undecodable value in ``_errors``, less
-  recorded retention gaps);
+  recorded retention gaps and the duplicate copies deduplication by origin dropped);
 - the declared columns present, typed (and their exact Arrow types), non-null where required;
 - the topic's extra ``expectations:`` from ``conf/loader.yaml``.
 

@@ -5,7 +5,8 @@ The frame a suite sees holds the rows of the data files named after the run's pl
 undecodable values in ``_errors/`` (``_source`` = ``data`` or ``errors``), with pyarrow-backed
 columns so nulls keep their type. Two derived columns: ``_source`` and ``_offset_step`` (offset
 minus the previous offset of the partition, the planned start counting as ``start - 1`` and
-recorded retention gaps as present), so "contiguous" is simply "every step is 1".
+recorded retention gaps and dropped duplicate copies as present), so "contiguous" is simply
+"every step is 1".
 """
 
 from __future__ import annotations
@@ -137,7 +138,9 @@ def _offset_steps(frame, manifest: dict):
     import pandas as pd
 
     starts = {int(p["partition"]): int(p["start"]) for p in manifest.get("partitions", [])}
-    gaps = {int(p["partition"]): [(int(a), int(b)) for a, b in (p.get("gaps") or [])] for p in manifest.get("partitions", [])}
+    # retention gaps and dropped duplicate copies (pipelines.origin_index) are offsets read but not rows
+    gaps = {int(p["partition"]): sorted((int(a), int(b)) for a, b in (p.get("gaps") or []) + (p.get("duplicate_offsets") or []))
+            for p in manifest.get("partitions", [])}
     steps = []
     prev_part = None
     prev = 0

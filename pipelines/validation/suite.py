@@ -38,10 +38,11 @@ def declared_columns(spec: TopicSpec) -> list[tuple[str, str, bool]]:
 
 
 def expected_records(p: dict) -> int:
-    """Offsets of [start, end) that must be a row or an error: the range less recorded gaps inside it."""
+    """Offsets of [start, end) that must be a row or an error: the range less recorded gaps and dropped
+    duplicate copies inside it."""
     start, end = int(p["start"]), int(p["end"])
     missing = 0
-    for a, b in p.get("gaps") or []:
+    for a, b in (p.get("gaps") or []) + (p.get("duplicate_offsets") or []):
         lo, hi = max(int(a), start), min(int(b), end)
         missing += max(0, hi - lo)
     return max(0, end - start - missing)

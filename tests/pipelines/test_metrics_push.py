@@ -78,7 +78,8 @@ def _expected(manifests: list[dict], instance: str) -> dict[tuple[str, frozenset
     inst = ("instance", instance)
     out = {}
     for m in manifests:
-        for name, key in (("records", "records"), ("bytes", "bytes"), ("errors", "errors"), ("task_seconds", "seconds")):
+        for name, key in (("records", "records"), ("bytes", "bytes"), ("errors", "errors"), ("task_seconds", "seconds"),
+                          ("duplicates_dropped", "duplicates_dropped")):
             out[(f"logbus_loader_{name}", frozenset({inst, ("topic", m["topic"])}))] = float(m["totals"][key])
     out[("logbus_loader_run_duration_seconds", frozenset({inst}))] = max(m["duration_ms"] for m in manifests) / 1000
     out[("logbus_loader_last_success_timestamp_seconds", frozenset({inst}))] = max(m["committed_ms"] for m in manifests) / 1000
