@@ -74,7 +74,7 @@ from mirror.metrics import MetricsServer, MirrorMetrics
 from mirror.origin import Origin, OriginEncoder, came_from, with_origin
 from mirror.resume import TailScanner
 from mirror.rewrite import rewrite_chunk
-from mirror.stats import LagProbe, Reporter
+from mirror.stats import LagProbe, RecordAges, Reporter
 from mirror.topics import TargetAdmin, TargetTopics, choose_partition
 
 log = logging.getLogger("mirror")
@@ -270,6 +270,8 @@ class MirrorMaker:
         self._counters: list[dict[tuple[str, str], int]] = []  # records copied, one per copying thread
         self._byte_counters: list[dict[tuple[str, str], int]] = []  # source bytes taken, likewise
         self._reporter = Reporter(config.status_file)
+        self.ages = RecordAges()
+        self._callbacks: dict[str, Any] = {}  # per source name: the send callback observing record ages
         self._stats_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
@@ -454,6 +456,13 @@ class MirrorMaker:
         else:
             log.error("a send failed for good; its record(s) are SKIPPED (abort.on.send.failure=false): %s", exc)
 
+    def _send_callback(self, source: Source | GroupSource) -> Any:
+        """``_on_send`` plus the record-age histogram of ``source`` (one callback object per source)."""
+        callback = self._callbacks.get(source.name)
+        if callback is None:
+            callback = self._callbacks[source.name] = self.ages.callback(source.name, self._on_send)
+        return callback
+
     def _run_stream(self, source: Source, stream: Any, counts: dict[tuple[str, str], int]) -> None:
         if hasattr(stream, "next_chunk") and hasattr(self.producer, "send_batch"):
             return self._run_stream_bulk(source, stream, counts)
@@ -550,7 +559,7 @@ class MirrorMaker:
                 else:
                     append((ts, key, value, encoder.header_block(offset)))
         if records:
-            self.producer.send_batch(target, part, records, self._on_send)  # type: ignore[union-attr]
+            self.producer.send_batch(target, part, records, self._send_callback(source))  # type: ignore[union-attr]
             key = (source.name, topic)
             counts[key] = counts.get(key, 0) + len(records)
         if skipped:
@@ -575,9 +584,10 @@ class MirrorMaker:
                 chunk.data, chunk.min_offset, OriginEncoder(source.cluster_id, topic, partition).value_prefix,
                 self.target_id, max_bytes, producer.batch_count_limit, int(time.time() * 1000))  # type: ignore[union-attr]
             copied = 0
+            callback = self._send_callback(source)
             for batch in batches:
                 producer.send_raw_batch(target, part, batch.records, batch.count, batch.base_ts, batch.max_ts,  # type: ignore[union-attr]
-                                        self._on_send)
+                                        callback)
                 copied += batch.count
             if copied:
                 key = (source.name, topic)
@@ -603,7 +613,7 @@ class MirrorMaker:
             target, msg[4], msg[3], part,
             with_origin(headers, Origin(source.cluster_id, topic, partition, offset)),
             ts if ts is not None and ts >= 0 else None,
-            self._on_send,
+            self._send_callback(source),
         )
         source.positions[(topic, partition)] = offset + 1
         key = (source.name, topic)
@@ -651,6 +661,7 @@ class MirrorMaker:
                 "records_copied": sum(counts.values()),
                 "records_skipped_loop": self.skipped_loop,
                 "partitions_resumed_exactly": self.resumed,
+                "record_age": self.ages.summary(),
                 "raw_batches": self.raw_batches,
                 "raw_records": self.raw_records,
                 "send_failures": self.send_failures,

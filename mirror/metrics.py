@@ -73,6 +73,10 @@ class MirrorMetrics:
                     "Target batches sent by the raw path (source batches rewritten without decoding).",
                     [((), m.raw_batches)])
         out.counter("logbus_mirror_raw_records_total", "Records sent by the raw path.", [((), m.raw_records)])
+        out.histogram("logbus_mirror_record_age_seconds",
+                      "Age of copies when the aggregate cluster acknowledges them (record timestamp to produce "
+                      "ack), per source; one observation per target batch, its first record.",
+                      [([("source", s)], h) for s, h in sorted(m.ages.histograms.items())])
         return out.text()
 
 

@@ -12,6 +12,7 @@ from broker.client.raw_chunk import RawChunk
 from broker.client.simple_consumer import MessageAndMetadata as M
 from mirror.maker import MirrorMaker, _unsent_part, _without_copied
 from mirror.origin import HEADER, Origin, with_origin
+from mirror.stats import RecordAges
 
 
 class _Producer:
@@ -54,6 +55,7 @@ def _maker() -> MirrorMaker:
     mm.target_id = "AGG"
     mm.skipped_loop = 0
     mm._stats_lock = threading.Lock()
+    mm.ages, mm._callbacks = RecordAges(), {}
     return mm
 
 

@@ -20,6 +20,7 @@ from broker.config import ConfigError
 from broker.metrics_text import Exposition, Histogram
 from mirror.config import DEFAULT_METRICS_HOST, build_config
 from mirror.metrics import MetricsServer, MirrorMetrics
+from mirror.stats import AGE_BUCKETS, RecordAges
 from tests.mirror.conftest import KeyedLoad, cluster_id, wait_until
 
 Sample = tuple[str, frozenset]  # (name, frozenset of (label, value))
@@ -124,7 +125,11 @@ def _fake_maker(**overrides) -> SimpleNamespace:
         byte_counts=lambda: {("dc1", "events.a"): 1000},
         last_status={"sources": {"dc1": {"events.a": {"records": 10, "records_per_sec": 2.5, "lag": 3}},
                                  "dc2": {"events.a": {"records": 5, "records_per_sec": 0.0, "lag": None}}}},
-        commits=4, last_commit_time=1700000000.25, send_failures=1, skipped_loop=2, raw_batches=3, raw_records=15)
+        commits=4, last_commit_time=1700000000.25, send_failures=1, skipped_loop=2, raw_batches=3, raw_records=15,
+        ages=RecordAges())
+    age = Histogram(AGE_BUCKETS)
+    age.observe(0.2)
+    maker.ages.histograms["dc1"] = age
     for k, v in overrides.items():
         setattr(maker, k, v)
     return maker
@@ -146,6 +151,9 @@ def test_mirror_metrics_render_every_metric_labelled():
     assert sample(samples, "logbus_mirror_records_skipped_loop_total") == 2
     assert (sample(samples, "logbus_mirror_raw_batches_total"), sample(samples, "logbus_mirror_raw_records_total")) == (3, 15)
     assert all(kind == "counter" for name, kind in types.items() if name.endswith("_total"))
+    assert types["logbus_mirror_record_age_seconds"] == "histogram"
+    assert sample(samples, "logbus_mirror_record_age_seconds_bucket", source="dc1", le="0.25") == 1
+    assert sample(samples, "logbus_mirror_record_age_seconds_bucket", source="dc1", le="0.1") == 0
     # before the first stats interval and the first commit
     samples, _ = parse(MirrorMetrics(_fake_maker(last_status=None, last_commit_time=None)).render())
     assert sample(samples, "logbus_mirror_last_commit_timestamp_seconds") is None
@@ -250,6 +258,9 @@ def test_scraped_while_mirroring(clusters, mirrors):
     assert sample(s, "logbus_mirror_send_failures_total") == 0
     assert sample(s, "logbus_mirror_records_skipped_loop_total") == 0
     assert abs(sample(s, "logbus_mirror_last_commit_timestamp_seconds") - time.time()) < 30
+    # a live load copied as it comes: every batch acknowledged within a minute of its first record
+    batches = sample(s, "logbus_mirror_record_age_seconds_count", source="src")
+    assert batches > 0 and sample(s, "logbus_mirror_record_age_seconds_bucket", source="src", le="60.0") == batches
     assert m.stop() == 0, m.output()[-3000:]
     with pytest.raises(OSError):  # the endpoint closed with the mirror
         socket.create_connection(("127.0.0.1", port), timeout=2).close()

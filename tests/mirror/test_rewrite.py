@@ -20,6 +20,7 @@ from broker.protocol.types import INT64
 from mirror.maker import MirrorMaker
 from mirror.origin import HEADER
 from mirror.rewrite import rewrite_chunk
+from mirror.stats import RecordAges
 
 PREFIX = b"SRC:ev:2:"
 T0 = 1_700_000_000_000
@@ -203,6 +204,7 @@ def _maker(target_partitions: int) -> MirrorMaker:
     mm.target_id = "AGG"
     mm.skipped_loop = mm.raw_batches = mm.raw_records = 0
     mm._raw_lock = threading.Lock()
+    mm.ages, mm._callbacks = RecordAges(), {}
     return mm
 
 
