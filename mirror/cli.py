@@ -47,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume.scan.max.records", dest="resume_scan_max_records", type=int, default=100_000,
                         metavar="N", help="records of each target partition's tail read back at a (re)start or "
                                           "takeover to resume exactly where the copies end (default 100000; 0: off)")
+    parser.add_argument("--sync.topic.configs.interval.ms", dest="sync_topic_configs_interval_ms", type=int,
+                        default=60000, metavar="MS",
+                        help="apply source topics' config changes to their targets this often (default 60000; 0: off)")
+    parser.add_argument("--refresh.topics.interval.ms", dest="refresh_topics_interval_ms", type=int, default=60000,
+                        metavar="MS", help="add partitions added at a source to its target this often (default 60000; "
+                                           "0: off)")
     parser.add_argument("--status", action="store_true",
                         help="print the status (rate, lag per source and topic) of a running mirror and exit")
     parser.add_argument("--json", action="store_true", help="with --status: print the raw JSON")
@@ -78,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             status_file=args.status_file, target_replication_factor=args.target_replication_factor,
             metrics_port=args.metrics_port, metrics_host=args.metrics_host,
             resume_scan_max_records=args.resume_scan_max_records,
+            sync_topic_configs_interval_ms=args.sync_topic_configs_interval_ms,
+            refresh_topics_interval_ms=args.refresh_topics_interval_ms,
         )
     except ConfigError as exc:
         raise CommandError(str(exc)) from None

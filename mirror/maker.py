@@ -332,6 +332,10 @@ class MirrorMaker:
         stats = threading.Thread(target=self._stats_loop, name="mirror-stats", daemon=True)
         self._threads.append(stats)
         stats.start()
+        if cfg.sync_topic_configs_interval_ms or cfg.refresh_topics_interval_ms:
+            sync = threading.Thread(target=self._sync_loop, name="mirror-sync", daemon=True)
+            self._threads.append(sync)
+            sync.start()
         self.state = "running"
 
     def _prepare_targets(self, source: Source, topics: list[str]) -> None:
@@ -463,6 +467,18 @@ class MirrorMaker:
             callback = self._callbacks[source.name] = self.ages.callback(source.name, self._on_send)
         return callback
 
+    def _placement(self, source: Source | GroupSource, topic: str, partition: int) -> tuple[str, int | None]:
+        """The target topic of a source partition and the partition its copies go to (None: by key).
+        A source that grew past its followed target grows the target first (mirror.topics)."""
+        topics = self.topics
+        assert topics is not None
+        target = source.cfg.topic_prefix + topic
+        target_count = topics.partition_count(target, source, topic)
+        source_count = source.source_partition_count(topic, partition)
+        if source_count is not None and source_count > target_count and topics.follows(target):
+            target_count = topics.grow(target, source_count)
+        return target, choose_partition(partition, source_count, target_count)
+
     def _run_stream(self, source: Source, stream: Any, counts: dict[tuple[str, str], int]) -> None:
         if hasattr(stream, "next_chunk") and hasattr(self.producer, "send_batch"):
             return self._run_stream_bulk(source, stream, counts)
@@ -532,9 +548,7 @@ class MirrorMaker:
             chunk = _without_copied(source, topic, partition, chunk, skip)
             if not chunk:
                 return
-        target = source.cfg.topic_prefix + topic
-        target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
-        part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
+        target, part = self._placement(source, topic, partition)
         encoder = OriginEncoder(source.cluster_id, topic, partition)
         prefix, block_head = encoder.value_prefix, encoder.block_head
         table = VARINT_TABLE  # origin values are far shorter than the table
@@ -570,9 +584,7 @@ class MirrorMaker:
         """Copy a fetched chunk of one source partition batch by batch, without decoding records
         (see mirror.rewrite); decoded through ``_mirror_chunk`` when the partition is not kept."""
         topic, partition = chunk.topic, chunk.partition
-        target = source.cfg.topic_prefix + topic
-        target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
-        part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
+        target, part = self._placement(source, topic, partition)
         if part is None or chunk.legacy or (topic, partition) in source.skip:
             messages = chunk.decode()
             if messages:
@@ -605,9 +617,7 @@ class MirrorMaker:
             self.skipped_loop += 1
             source.positions[(topic, partition)] = offset + 1
             return
-        target = source.cfg.topic_prefix + topic
-        target_count = self.topics.partition_count(target, source, topic)  # type: ignore[union-attr]
-        part = choose_partition(partition, source.source_partition_count(topic, partition), target_count)
+        target, part = self._placement(source, topic, partition)
         ts = msg[6]
         self.producer.send(  # type: ignore[union-attr]
             target, msg[4], msg[3], part,
@@ -628,6 +638,22 @@ class MirrorMaker:
                 self._report()
             except Exception as exc:  # noqa: BLE001
                 log.warning("stats: %s", exc)
+
+    def _sync_loop(self) -> None:
+        """Keep target topics in step with their sources (mirror.topics: configs, partition counts)."""
+        cfg, topics = self.config, self.topics
+        assert topics is not None
+        jobs = [(cfg.sync_topic_configs_interval_ms / 1000.0, topics.sync_configs),
+                (cfg.refresh_topics_interval_ms / 1000.0, topics.sync_partitions)]
+        due = [time.monotonic() + interval if interval else None for interval, _ in jobs]
+        while not self._stop_requested.wait(0.1):
+            for i, (interval, job) in enumerate(jobs):
+                if due[i] is not None and time.monotonic() >= due[i]:  # type: ignore[operator]
+                    try:
+                        job()
+                    except Exception as exc:  # noqa: BLE001 - the next round tries again
+                        log.warning("topic sync: %s", exc)
+                    due[i] = time.monotonic() + interval
 
     def record_counts(self) -> dict[tuple[str, str], int]:
         """Records copied so far per (source name, topic), summed over the copying threads."""
@@ -661,6 +687,8 @@ class MirrorMaker:
                 "records_copied": sum(counts.values()),
                 "records_skipped_loop": self.skipped_loop,
                 "partitions_resumed_exactly": self.resumed,
+                "target_configs_synced": self.topics.configs_synced if self.topics else 0,
+                "target_partitions_added": self.topics.partitions_added if self.topics else 0,
                 "record_age": self.ages.summary(),
                 "raw_batches": self.raw_batches,
                 "raw_records": self.raw_records,

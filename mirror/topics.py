@@ -6,6 +6,11 @@ DescribeConfigs overrides of a ``bootstrap.servers`` source), and the replicatio
 ``target.replication.factor`` (-1: the aggregate cluster's default). A target that exists
 already is used as it is.
 
+Kept in step (``TargetTopics.sync``, every ``sync.topic.configs.interval.ms`` and
+``refresh.topics.interval.ms``): a source topic's config overrides changed later are applied to
+its target (set, and removed when the source dropped them), and partitions added at the source
+are added at the target. Only the topics this mirror has copied are followed.
+
 Partition choice: when source and target have the same partition count a record goes to the
 partition it came from (so per-partition order, and per-key placement, are kept); otherwise the
 producer's partitioner places it by key (murmur2, as Kafka's), keeping per-key order.
@@ -16,10 +21,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 from broker.client.admin import AdminClient
 from broker.client.connection import BrokerConnectionError
-from broker.protocol.errors import KafkaError, TopicAlreadyExistsError
+from broker.protocol.errors import InvalidPartitionsError, KafkaError, TopicAlreadyExistsError
 from broker.protocol.messages import ApiKey
 
 log = logging.getLogger(__name__)
@@ -80,6 +86,11 @@ class TargetTopics:
         self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
         self.created: list[str] = []
+        self._followed: dict[str, tuple[Any, str]] = {}  # target -> (source, source topic), for sync
+        self._kept: set[str] = set()  # followed targets with their source's partition count
+        self._grow_lock = threading.Lock()
+        self.configs_synced = 0  # target topics whose configs were changed to follow their source
+        self.partitions_added = 0
 
     def partition_count(self, target: str, source, source_topic: str) -> int:
         """The target topic's partition count, creating the topic like its source when missing.
@@ -93,6 +104,61 @@ class TargetTopics:
             if count is None:
                 count = self._ensure(target, source, source_topic)
                 self._counts[target] = count
+                self._followed[target] = (source, source_topic)
+                if source.source_partition_count(source_topic, 0) == count:
+                    self._kept.add(target)
+            return count
+
+    def sync_configs(self) -> None:
+        """Make each followed target's config overrides those of its source (minus NOT_COPIED)."""
+        for target, (source, source_topic) in list(self._followed.items()):
+            try:
+                wanted = {k: v for k, v in (source.topic_configs(source_topic) or {}).items() if k not in NOT_COPIED}
+                have = self.admin.call(lambda a, t=target: a.topic_configs(t))
+            except Exception as exc:  # noqa: BLE001 - the next round tries again
+                log.debug("config sync of %s: %s", target, exc)
+                continue
+            to_set = {k: v for k, v in wanted.items() if have.get(k) != v}
+            to_delete = [k for k in have if k not in wanted and k not in NOT_COPIED]
+            if to_set or to_delete:
+                self.admin.call(lambda a, t=target, s=to_set, d=to_delete: a.alter_topic_configs(t, s, d))
+                self.configs_synced += 1
+                log.info("%s follows its source's configs: set %s, removed %s", target, to_set or "{}",
+                         to_delete or "[]")
+
+    def follows(self, target: str) -> bool:
+        """True for a target made or found with its source's partition count (grown with it)."""
+        return target in self._kept
+
+    def sync_partitions(self) -> None:
+        """Grow each followed target that kept its source's partitions to the source's count."""
+        for target, (source, source_topic) in list(self._followed.items()):
+            if target not in self._kept:
+                continue
+            try:
+                # asking for partition ``have`` makes the source look its count up again
+                wanted = source.source_partition_count(source_topic, self._counts.get(target, 0)) or 0
+                self.grow(target, wanted)
+            except Exception as exc:  # noqa: BLE001 - the next round tries again
+                log.warning("partition sync of %s: %s", target, exc)
+
+    def grow(self, target: str, wanted: int) -> int:
+        """Grow ``target`` to ``wanted`` partitions (CreatePartitions), waiting until the producer
+        sees them; returns the count. Called by the sync loop and by a copying thread that met a
+        source partition past the target's count, so copies never fall back to key placement."""
+        with self._grow_lock:
+            have = self._counts.get(target, 0)
+            if wanted <= have:
+                return have
+            try:
+                self.admin.call(lambda a: a.create_partitions(target, wanted))
+            except InvalidPartitionsError:
+                pass  # another mirror process grew it first
+            count = self._wait_for_partitions(target, wanted)
+            with self._lock:
+                self._counts[target] = count
+            self.partitions_added += count - have
+            log.info("%s grown from %d to %d partitions like its source", target, have, count)
             return count
 
     def _ensure(self, target: str, source, source_topic: str) -> int:
@@ -113,7 +179,10 @@ class TargetTopics:
         except KafkaError as exc:
             if "exist" not in str(exc).lower():
                 raise
-        # wait until the producer sees every partition with a leader
+        return self._wait_for_partitions(target, partitions)
+
+    def _wait_for_partitions(self, target: str, partitions: int) -> int:
+        """Wait until the producer sees ``partitions`` partitions of ``target`` with a leader."""
         deadline = time.monotonic() + 60
         while True:
             try:

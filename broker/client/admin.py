@@ -5,6 +5,7 @@ Used by `logbus topics` and by the pipelines; it needs only a bootstrap address.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from broker.client.closeable import Closeable
@@ -17,7 +18,9 @@ CREATE_TOPICS_VERSION = 4
 DELETE_TOPICS_VERSION = 3
 DESCRIBE_CONFIGS_VERSION = 3
 CREATE_PARTITIONS_VERSION = 1
+INCREMENTAL_ALTER_CONFIGS_VERSION = 0
 TOPIC_RESOURCE = 2
+SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 
 
 @dataclass
@@ -129,6 +132,19 @@ class AdminClient(Closeable):
             for c in result["configs"]
             if not only_overrides or not c.get("is_default", c.get("config_source") == 5)
         }
+
+    def alter_topic_configs(self, name: str, to_set: dict[str, str], to_delete: Sequence[str] = ()) -> None:
+        """Set and delete per-topic config overrides (IncrementalAlterConfigs); others are kept."""
+        ops = [{"name": k, "config_operation": SET, "value": v} for k, v in to_set.items()]
+        ops += [{"name": k, "config_operation": DELETE, "value": None} for k in to_delete]
+        response = self._conn.request(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            INCREMENTAL_ALTER_CONFIGS_VERSION,
+            {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": name, "configs": ops}],
+             "validate_only": False},
+        )
+        result = response["responses"][0]
+        _raise_for(result["error_code"], result.get("error_message"))
 
     def close(self) -> None:
         self._conn.close()

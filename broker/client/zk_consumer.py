@@ -15,7 +15,8 @@ How it works (Kafka 0.8's algorithm):
 
 - The connector registers the ephemeral ``/consumers/<group>/ids/<consumer id>`` with its
   subscription and watches the group's ``ids`` children, ``/brokers/ids`` and, for a topic
-  filter, ``/brokers/topics``. Any change triggers a rebalance on the rebalance thread.
+  filter, ``/brokers/topics`` and each matching topic's znode (partitions added); for static
+  topics, their znodes. Any change triggers a rebalance on the rebalance thread.
 - A rebalance stops the fetchers, clears the stream queues, commits (with auto commit),
   releases the partitions it owns (deletes its ``owners`` znodes), computes the range
   assignment (``broker.client.rebalance``) and claims its partitions by creating ephemeral
@@ -130,6 +131,7 @@ class ZookeeperConsumerConnector:
         self.rebalance_count = 0
         self.last_rebalance_error: str | None = None
         self.rebalance_listener: ConsumerRebalanceListener | None = None
+        self._watched_topics: set[str] = set()  # topics of a filter whose partition count is watched
         self.fetchers = ConsumerFetcherManager(cfg, self.zk)
         self.zk.add_new_session_callback(self._on_new_session)
 
@@ -317,6 +319,11 @@ class ZookeeperConsumerConnector:
                 self._register()
             all_topics = self.zk.all_topics()
             my_topics = self._my_topics(all_topics)
+            if self._filter is not None:  # partitions added to a matching topic rebalance too
+                for topic in my_topics:
+                    if topic not in self._watched_topics:
+                        self._watched_topics.add(topic)
+                        self.zk.watch_topic(topic, self._on_data_change)
             regs = self._read_registrations()
             regs.setdefault(self.consumer_id, ConsumerIdZNode.decode(self._registration()))
             threads_by_topic = subscribed_threads(regs, all_topics)

@@ -25,6 +25,9 @@ class _Producer:
 
 
 class _Topics:
+    def follows(self, target):
+        return False  # a target made with another partition count: not grown with its source
+
     def partition_count(self, target, zk, topic):
         return 3
 

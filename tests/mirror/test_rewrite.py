@@ -176,6 +176,9 @@ class _Topics:
     def __init__(self, count: int) -> None:
         self.count = count
 
+    def follows(self, target):
+        return False  # a target made with another partition count: not grown with its source
+
     def partition_count(self, target, zk, topic):
         return self.count
 
