@@ -21,6 +21,7 @@ from broker.cluster.zkdata import BrokerIdsZNode
 from broker.config import BrokerConfig, Listener
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.coordinator.group import GroupConfig
+from broker.security.principal import ANONYMOUS
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
@@ -78,6 +79,7 @@ class Broker:
         self.config = config
         self.broker_id = config.broker_id
         self.request_peer_host: str | None = None  # the client's address while a request is dispatched (JoinGroup's HOST)
+        self.request_principal: str = ANONYMOUS  # who sent the request being dispatched (SASL login, else ANONYMOUS)
         self.log_config = LogConfig.from_broker(config.props)
         self.metadata = MetadataCache()
         self.controller: Controller | None = None

@@ -19,6 +19,7 @@ from zope.interface import implementer  # type: ignore[import-untyped]
 
 from broker.protocol.errors import ProtocolDecodeError
 from broker.protocol.header import RequestHeader, decode_request_header
+from broker.security.principal import ANONYMOUS
 from broker.server.dispatch import NO_RESPONSE, Dispatcher
 from broker.server.sendfile import SliceSender, supports_zero_copy
 
@@ -63,6 +64,7 @@ class KafkaConnection(Protocol):
         self._closed = False
         self._read_closed = False
         self._zero_copy = False
+        self.principal = ANONYMOUS  # "User:<name>" once a SASL login succeeds on this connection
 
     def connectionMade(self) -> None:
         transport: Any = self.transport
@@ -152,6 +154,7 @@ class KafkaConnection(Protocol):
             self._close(f"malformed request header: {exc}")
             return
         self.broker.request_peer_host = getattr(self._peer(), "host", None)
+        self.broker.request_principal = self.principal
         try:
             result = self.dispatcher.dispatch(self.broker, header, memoryview(frame)[header.body_offset :])
         except ProtocolDecodeError as exc:
@@ -159,6 +162,7 @@ class KafkaConnection(Protocol):
             return
         finally:
             self.broker.request_peer_host = None
+            self.broker.request_principal = ANONYMOUS
         slot = _Slot(header)
         self._slots.append(slot)
         if isinstance(result, defer.Deferred):
