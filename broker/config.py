@@ -27,6 +27,7 @@ from broker.configdef import (
     Type,
     parse_typed,
 )
+from broker.security.authorizer import check_authorizer_class_name
 from broker.storage.config import PRODUCER_ID_EXPIRATION, TOPIC_CONFIG, LogConfig
 
 __all__ = [
@@ -311,6 +312,11 @@ BROKER_CONFIG = ConfigDef(
         _k("group.max.session.timeout.ms", Type.INT, 1800000),
         _k("offsets.retention.minutes", Type.INT, 10080, 1),
         _k("metrics.port", Type.INT, 0, 0, doc="Prometheus text metrics over HTTP; 0: off"),
+        _k("authorizer.class.name", Type.STRING, "", validator=check_authorizer_class_name,
+           doc="The ACL authorizer (ZooKeeper-backed; Kafka's AclAuthorizer names accepted); empty: no authorization"),
+        _k("super.users", Type.STRING, None, doc="Principals allowed everything, separated by ';' (User:admin;User:broker)"),
+        _k("allow.everyone.if.no.acl.found", Type.BOOLEAN, False,
+           doc="Whether a resource without any ACL is open to everyone (with an authorizer)"),
         dataclasses.replace(PRODUCER_ID_EXPIRATION, doc="idle producers' idempotence state is dropped"),
         _k("num.network.threads", Type.INT, 3, 1, **_UNUSED),
         _k("num.io.threads", Type.INT, 8, 1, **_UNUSED),
@@ -407,6 +413,9 @@ class BrokerConfig:
     group_max_session_timeout_ms: int
     offsets_retention_minutes: int
     metrics_port: int
+    authorizer_class_name: str
+    super_users: str | None
+    allow_everyone_if_no_acl_found: bool
     producer_id_expiration_ms: int
     num_network_threads: int
     num_io_threads: int

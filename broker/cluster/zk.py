@@ -21,6 +21,9 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from broker.cluster.zkdata import (
     BASE_PATHS,
+    AclChangeZNode,
+    AclEntry,
+    AclZNode,
     BrokerIdsZNode,
     BrokerIdZNode,
     BrokerInfo,
@@ -38,6 +41,7 @@ from broker.cluster.zkdata import (
 )
 from broker.config import Listener
 from broker.protocol.errors import InvalidTopicError, TopicAlreadyExistsError
+from broker.security.acl import AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -627,3 +631,95 @@ class ZkClient:
     def watch_controlled_shutdowns(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
         """Like watch_brokers, for /admin/controlled_shutdown (created if missing)."""
         return self.watch_children(ControlledShutdownZNode.path(), callback)
+
+    # ------------------------------------------------------------------ ACLs (Kafka's AclAuthorizer layout)
+
+    def acl_patterns(self) -> list[ResourcePattern]:
+        """Every resource pattern with an ACL znode, literal and prefixed (unknown types are skipped)."""
+        found = []
+        for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
+            root = AclZNode.root(pattern_type.name)
+            for type_name in self.children(root, retry=True):
+                try:
+                    resource_type = ResourceType.from_zk_name(type_name)
+                except ValueError:
+                    continue
+                for name in self.children(f"{root}/{type_name}", retry=True):
+                    found.append(ResourcePattern(resource_type, name, pattern_type))
+        return sorted(found)
+
+    def acls(self, pattern: ResourcePattern) -> tuple[frozenset[AccessControlEntry], int]:
+        """The entries of one resource pattern and the znode's version (-1: no znode). Entries
+        whose operation or permission this broker does not know are left out."""
+        found = self.read(self._acl_path(pattern), retry=True)
+        if found is None:
+            return frozenset(), -1
+        entries = set()
+        for e in AclZNode.decode(found[0]):
+            try:
+                entries.add(AccessControlEntry(e.principal, e.host, AclOperation.from_zk_name(e.operation),
+                                               AclPermissionType.from_zk_name(e.permission_type)))
+            except ValueError:
+                log.warning("ignoring an ACL of %s with operation %r, permission %r", pattern, e.operation, e.permission_type)
+        return frozenset(entries), found[1].version
+
+    def set_acls(self, pattern: ResourcePattern, entries: frozenset[AccessControlEntry], version: int) -> None:
+        """Store a pattern's entries if its znode is still at ``version`` (-1: absent), deleting it
+        when there are none, then notify every broker; ZkVersionConflictError if it changed."""
+        path = self._acl_path(pattern)
+        data = AclZNode.encode(
+            AclEntry(e.principal, e.permission_type.zk_name, e.operation.zk_name, e.host) for e in sorted(entries)
+        )
+        try:
+            if version < 0:
+                if not entries:
+                    return
+                self._zk.retry(self._zk.create, path, data, makepath=True)
+            elif entries:
+                self.set_data(path, data, version=version, retry=True)
+            else:
+                self._zk.retry(self._zk.delete, path, version=version)
+        except (NodeExistsError, NoNodeError, BadVersionError):
+            raise ZkVersionConflictError(f"{path} changed while it was updated") from None
+        self._zk.retry(
+            self._zk.create, AclChangeZNode.create_path(pattern.pattern_type.name),
+            AclChangeZNode.encode(pattern.resource_type.zk_name, pattern.name, pattern.pattern_type.name),
+            sequence=True, makepath=True,
+        )
+        self._purge_acl_changes(pattern.pattern_type)
+
+    @staticmethod
+    def _acl_path(pattern: ResourcePattern) -> str:
+        return AclZNode.path(pattern.resource_type.zk_name, pattern.name, pattern.pattern_type.name)
+
+    def acl_changes(self, pattern_type: PatternType) -> list[tuple[int, str]]:
+        """(sequence number, znode name) of the pending ACL change notifications, oldest first."""
+        prefix = AclChangeZNode.PREFIX
+        found = [c for c in self.children(AclChangeZNode.path(pattern_type.name), retry=True) if c.startswith(prefix)]
+        return sorted((int(c[len(prefix):]), c) for c in found if c[len(prefix):].isdigit())
+
+    def acl_change(self, pattern_type: PatternType, child: str) -> ResourcePattern | None:
+        """The resource pattern a notification names; None when it is gone or unreadable."""
+        found = self.read(f"{AclChangeZNode.path(pattern_type.name)}/{child}", retry=True)
+        if found is None:
+            return None
+        try:
+            type_name, name, pattern = AclChangeZNode.decode(found[0])
+            return ResourcePattern(ResourceType.from_zk_name(type_name), name, PatternType[pattern.upper()])
+        except (ValueError, KeyError, UnicodeDecodeError):
+            return None
+
+    def watch_acl_changes(self, callback: Callable[[list[str]], None]) -> list[Callable[[], None]]:
+        """Watch both notification paths (literal and extended), created if missing."""
+        return [self.watch_children(AclChangeZNode.path(p.name), callback)
+                for p in (PatternType.LITERAL, PatternType.PREFIXED)]
+
+    def _purge_acl_changes(self, pattern_type: PatternType) -> None:
+        """Drop notifications older than CONFIG_CHANGE_EXPIRY_MS (Kafka's 15 minutes), keeping the newest."""
+        cutoff_ms = time.time() * 1000 - CONFIG_CHANGE_EXPIRY_MS
+        for _, child in self.acl_changes(pattern_type)[:-1]:
+            path = f"{AclChangeZNode.path(pattern_type.name)}/{child}"
+            stat = self._zk.exists(path)
+            if stat is None or stat.ctime >= cutoff_ms:
+                break
+            self.delete(path)

@@ -418,10 +418,15 @@ class AclZNode:
     LITERAL = "literal"
 
     @staticmethod
-    def path(resource_type: str, name: str, pattern_type: str = LITERAL) -> str:
+    def root(pattern_type: str = LITERAL) -> str:
+        """The parent of the resource types' nodes of one pattern type."""
         if pattern_type.lower() == AclZNode.LITERAL:
-            return f"/kafka-acl/{resource_type}/{name}"
-        return f"/kafka-acl-extended/{pattern_type.lower()}/{resource_type}/{name}"
+            return "/kafka-acl"
+        return f"/kafka-acl-extended/{pattern_type.lower()}"
+
+    @staticmethod
+    def path(resource_type: str, name: str, pattern_type: str = LITERAL) -> str:
+        return f"{AclZNode.root(pattern_type)}/{resource_type}/{name}"
 
     @staticmethod
     def encode(acls: Iterable[AclEntry]) -> bytes:

@@ -21,7 +21,9 @@ from broker.cluster.zkdata import BrokerIdsZNode
 from broker.config import BrokerConfig, Listener
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.coordinator.group import GroupConfig
+from broker.security.authorizer import AclAuthorizer, parse_super_users
 from broker.security.principal import ANONYMOUS
+from broker.server.acls import AclStore
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
@@ -85,6 +87,12 @@ class Broker:
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
         self.config_changes = ConfigChangeListener(self)
+        # authorizer.class.name set: every request is checked against the ACLs (kept by acl_store)
+        self.authorizer: AclAuthorizer | None = None
+        self.acl_store: AclStore | None = None
+        if config.authorizer_class_name:
+            self.authorizer = AclAuthorizer(parse_super_users(config.super_users), config.allow_everyone_if_no_acl_found)
+            self.acl_store = AclStore(self, self.authorizer)
         self.dispatcher = Dispatcher(ALL_HANDLERS)
         self.metrics = BrokerMetrics(self)
         self.dispatcher.metrics = self.metrics
@@ -153,6 +161,8 @@ class Broker:
             zk.ensure_paths()
             self.metadata.cluster_id = get_or_create_cluster_id(zk)
             self._producer_ids = ProducerIdAllocator(zk, self.broker_id)
+            if self.acl_store is not None:
+                self.acl_store.start()  # before listening: no request is judged on missing ACLs
             self._listen()
             # A broker restarted after kill -9 finds its old registration until that session expires.
             zk.register_broker(
@@ -327,6 +337,8 @@ class Broker:
         self._stopping = True
         self.cluster_watch.stop()
         self.config_changes.stop()
+        if self.acl_store is not None:
+            self.acl_store.stop()
         if self.controller is not None:
             self.controller.stop()
         if self._replicas is not None:

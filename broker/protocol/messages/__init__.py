@@ -5,7 +5,7 @@ the server and the clients use; the declarations live in one module per area.
 """
 
 from broker.protocol.api_keys import ApiKey
-from broker.protocol.messages import admin, fetch, group, metadata, operations, produce, sasl
+from broker.protocol.messages import acls, admin, fetch, group, metadata, operations, produce, sasl
 from broker.protocol.schema import MessageSchema
 
 # ApiKey -> (request, response), in ApiKey order.
@@ -29,6 +29,9 @@ _PAIRS: dict[ApiKey, tuple[MessageSchema, MessageSchema]] = {
     ApiKey.DELETE_TOPICS: (admin.DELETE_TOPICS_REQUEST, admin.DELETE_TOPICS_RESPONSE),
     ApiKey.INIT_PRODUCER_ID: (produce.INIT_PRODUCER_ID_REQUEST, produce.INIT_PRODUCER_ID_RESPONSE),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (fetch.OFFSET_FOR_LEADER_EPOCH_REQUEST, fetch.OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+    ApiKey.DESCRIBE_ACLS: (acls.DESCRIBE_ACLS_REQUEST, acls.DESCRIBE_ACLS_RESPONSE),
+    ApiKey.CREATE_ACLS: (acls.CREATE_ACLS_REQUEST, acls.CREATE_ACLS_RESPONSE),
+    ApiKey.DELETE_ACLS: (acls.DELETE_ACLS_REQUEST, acls.DELETE_ACLS_RESPONSE),
     ApiKey.DESCRIBE_CONFIGS: (admin.DESCRIBE_CONFIGS_REQUEST, admin.DESCRIBE_CONFIGS_RESPONSE),
     ApiKey.SASL_AUTHENTICATE: (sasl.SASL_AUTHENTICATE_REQUEST, sasl.SASL_AUTHENTICATE_RESPONSE),
     ApiKey.CREATE_PARTITIONS: (admin.CREATE_PARTITIONS_REQUEST, admin.CREATE_PARTITIONS_RESPONSE),

@@ -10,6 +10,7 @@ from twisted.internet import defer
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.dynamic_configs import alter
 
@@ -17,10 +18,14 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
-def alter_all(broker: Broker, request: dict, replace: bool) -> defer.Deferred[dict]:
+def alter_all(broker: Broker, api: ApiKey, request: dict, replace: bool) -> defer.Deferred[dict]:
     """Both AlterConfigs and IncrementalAlterConfigs: one result per resource, in request order."""
     resources = request["resources"]
-    attempts = [alter(broker, r, replace, request.get("validate_only", False)) for r in resources]
+    who = requester(broker)
+    attempts = []
+    for r in resources:
+        refused = who.config_refusal(api, r["resource_type"], r["resource_name"])
+        attempts.append(defer.fail(refused) if refused else alter(broker, r, replace, request.get("validate_only", False)))
     d = defer.DeferredList(attempts, consumeErrors=True)
     return d.addCallback(
         lambda results: {"throttle_time_ms": 0, "responses": [_result(r, o) for r, o in zip(resources, results)]}
@@ -42,7 +47,7 @@ def _result(resource: dict, outcome: tuple[bool, Any]) -> dict:
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
-    return alter_all(broker, request, replace=True)
+    return alter_all(broker, ApiKey.ALTER_CONFIGS, request, replace=True)
 
 
 HANDLER = Handler(ApiKey.ALTER_CONFIGS, 0, 1, handle)

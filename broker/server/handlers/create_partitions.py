@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from twisted.internet import defer
 
-from broker.protocol.errors import InvalidRequestError, KafkaError
+from broker.protocol.errors import InvalidRequestError, KafkaError, TopicAuthorizationFailedError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.create_topics import topic_result
 from broker.server.topics import PartitionBudget
@@ -22,7 +23,11 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
     names = [t["name"] for t in topics]
     attempts = []
     budget = PartitionBudget(broker.config.max_partitions_per_request)
+    who = requester(broker)
     for topic in topics:
+        if not who.may_api(ApiKey.CREATE_PARTITIONS, topic["name"]):
+            attempts.append(defer.fail(TopicAuthorizationFailedError(f"may not alter topic {topic['name']}")))
+            continue
         if names.count(topic["name"]) > 1:
             attempts.append(defer.fail(InvalidRequestError(f"topic {topic['name']} appears more than once in the request")))
             continue

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from broker.protocol.errors import ErrorCode, InvalidRequestError, KafkaError
+from broker.protocol.errors import ErrorCode, InvalidRequestError, KafkaError, TopicAuthorizationFailedError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import CLUSTER_CREATE
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.topics import PartitionBudget
 
@@ -23,7 +25,12 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
         counts[topic["name"]] = counts.get(topic["name"], 0) + 1
     attempts = []
     budget = PartitionBudget(broker.config.max_partitions_per_request)
+    who = requester(broker)
+    on_cluster = who.may(CLUSTER_CREATE)  # else Create on each topic, as Kafka
     for topic in topics:
+        if not on_cluster and not who.may_api(ApiKey.CREATE_TOPICS, topic["name"]):
+            attempts.append(defer.fail(TopicAuthorizationFailedError(f"may not create topic {topic['name']}")))
+            continue
         if counts[topic["name"]] > 1:
             attempts.append(defer.fail(InvalidRequestError(f"topic {topic['name']} appears more than once in the request")))
             continue

@@ -14,6 +14,7 @@ from broker.coordinator.group import State
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.group_common import coordinator_error
 
@@ -39,7 +40,11 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     names = list(request["groups_names"])
     codes: dict[str, int] = {}
     deletable: dict[str, bool] = {}
+    who = requester(broker)
     for group_id in names:
+        if not who.may_api(ApiKey.DELETE_GROUPS, group_id):
+            codes[group_id] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            continue
         error = coordinator_error(broker, group_id)
         group = broker.coordinator.group(group_id) if error is None else None
         if error is None and group is not None and group.members:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from broker.protocol.errors import ErrorCode, OffsetOutOfRangeError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import REQUIRED
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.per_partition import answer_partitions
 from broker.server.partition import Partition
@@ -20,7 +22,8 @@ HIGH_WATERMARK = -1
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
-    return answer_partitions(request["topics"], "name", "partition_index", broker.replicas.leader_partition, _blank, _delete)
+    leader = requester(broker).guard(REQUIRED[ApiKey.DELETE_RECORDS], broker.replicas.leader_partition)
+    return answer_partitions(request["topics"], "name", "partition_index", leader, _blank, _delete)
 
 
 def _blank(part: dict) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from broker.cluster.zkdata import ConfigType
 from broker.protocol.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import Requester, requester
 from broker.server.dispatch import Handler
 
 if TYPE_CHECKING:
@@ -30,11 +31,15 @@ SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
     resources = request["resources"]
-    d = defer.DeferredList([_describe(broker, r) for r in resources], consumeErrors=True)
+    who = requester(broker)
+    d = defer.DeferredList([_describe(broker, who, r) for r in resources], consumeErrors=True)
     return d.addCallback(lambda results: {"throttle_time_ms": 0, "results": [_result(r, o) for r, o in zip(resources, results)]})
 
 
-def _describe(broker: Broker, resource: dict) -> defer.Deferred[list[dict]]:
+def _describe(broker: Broker, who: Requester, resource: dict) -> defer.Deferred[list[dict]]:
+    refused = who.config_refusal(ApiKey.DESCRIBE_CONFIGS, resource["resource_type"], resource["resource_name"])
+    if refused is not None:
+        return defer.fail(refused)
     describe: Callable[[Broker, str], Any] | None = DESCRIBERS.get(resource["resource_type"])
     if describe is None:
         return defer.fail(InvalidRequestError(f"resource type {resource['resource_type']} is not supported"))

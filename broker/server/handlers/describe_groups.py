@@ -11,6 +11,7 @@ from twisted.internet import defer, threads
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.group_common import coordinator_error
 
@@ -36,6 +37,8 @@ def _describe(broker: Broker, group_id: str, has_offsets: set[str]) -> dict:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     group_ids = list(request["groups"])
+    who = requester(broker)
+    refused = {g for g in group_ids if not who.may_api(ApiKey.DESCRIBE_GROUPS, g)}
     unknown = [g for g in group_ids if coordinator_error(broker, g) is None and broker.coordinator.group(g) is None]
 
     def stored() -> set[str]:
@@ -43,7 +46,10 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
 
     d = threads.deferToThread(stored) if unknown else defer.succeed(set())
     return d.addCallback(
-        lambda has: {"throttle_time_ms": 0, "groups": [_describe(broker, g, has) for g in group_ids]}
+        lambda has: {"throttle_time_ms": 0, "groups": [
+            _bare(g, "", ErrorCode.GROUP_AUTHORIZATION_FAILED) if g in refused else _describe(broker, g, has)
+            for g in group_ids
+        ]}
     )
 
 

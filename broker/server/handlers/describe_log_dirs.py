@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 
 if TYPE_CHECKING:
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     wanted = request["topics"]
+    if not requester(broker).may_api(ApiKey.DESCRIBE_LOG_DIRS):
+        return {"throttle_time_ms": 0, "results": []}  # Kafka's answer to v0-1 without Describe on the cluster
     chosen = None if wanted is None else {(t["topic"], p) for t in wanted for p in t["partitions"]}
     by_dir: dict[str, dict[str, list[dict]]] = {d: {} for d in broker.logs.log_dirs}
     for plog in sorted(broker.logs.all_logs(), key=lambda log: (log.topic, log.partition)):

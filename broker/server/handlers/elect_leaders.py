@@ -11,6 +11,7 @@ from twisted.internet import threads
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     partitions = None if wanted is None else [(t["topic"], p) for t in wanted for p in t["partitions"]]
     election = request.get("election_type", PREFERRED)
     controller = broker.controller
+    if not requester(broker).may_api(ApiKey.ELECT_LEADERS):
+        return _response({tp: (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None) for tp in partitions or []},
+                         ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if election not in (PREFERRED, UNCLEAN):
         return _response({tp: (ErrorCode.INVALID_REQUEST, f"election type {election}") for tp in partitions or []},
                          ErrorCode.INVALID_REQUEST)

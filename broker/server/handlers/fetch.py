@@ -19,8 +19,10 @@ from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.protocol.records.legacy import FETCH_MAGIC, down_convert
+from broker.security.api_acls import FOLLOWER_FETCH
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
-from broker.server.replica_manager import FetchResult, FetchWanted
+from broker.server.replica_manager import FetchedPartition, FetchResult, FetchWanted
 from broker.storage.file_slice import FileSlice
 
 if TYPE_CHECKING:
@@ -42,11 +44,26 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
         for part in topic["partitions"]
     ]
     replica_id = request["replica_id"]
+    who = requester(broker)
+    if replica_id >= 0:  # a follower: inter-broker, ClusterAction on the cluster
+        denied = [] if who.may(FOLLOWER_FETCH) else wanted
+    else:
+        denied = [w for w in wanted if not who.may_api(ApiKey.FETCH, w.topic)]
+    if denied:
+        wanted = [w for w in wanted if w not in denied]
     max_bytes = request.get("max_bytes", NO_RESPONSE_LIMIT)
     d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], max_bytes, wanted)
     if header.api_version in FETCH_MAGIC:
         d.addCallback(_down_converted, broker, wanted, FETCH_MAGIC[header.api_version])
+    if denied:
+        d.addCallback(_with_denied, denied)
     return d.addCallback(_answer, broker, replica_id >= 0)
+
+
+def _with_denied(read: FetchResult, denied: list[FetchWanted]) -> FetchResult:
+    """The read with the refused partitions answered TOPIC_AUTHORIZATION_FAILED."""
+    refused = [FetchedPartition(w.topic, w.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for w in denied]
+    return read._replace(partitions=[*read.partitions, *refused])
 
 
 def _down_converted(read: FetchResult, broker: Broker, wanted: list[FetchWanted], magic: int) -> FetchResult:

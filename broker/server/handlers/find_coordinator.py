@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not served")
     if not request["key"]:
         return _error(ErrorCode.INVALID_GROUP_ID, "empty group id")
+    if not requester(broker).may_api(ApiKey.FIND_COORDINATOR, request["key"]):
+        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, f"may not describe group {request['key']}")
     node = broker.coordinator.coordinator_of(request["key"]) if broker.coordinator else None
     endpoint = broker.metadata.brokers.get(node) if node is not None else None
     if endpoint is None:

@@ -10,9 +10,19 @@ from twisted.internet import defer
 
 from broker.cluster.zkdata import is_storable_name
 from broker.protocol.errors import ErrorCode
+from broker.protocol.messages import ApiKey
+from broker.server.authz import requester
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
+
+
+def group_error(broker: Broker, api: ApiKey, group_id: str) -> int | None:
+    """None when the requester may use ``api`` on the group (api_acls.REQUIRED) and this broker
+    coordinates it; else the error to answer (GROUP_AUTHORIZATION_FAILED first, as Kafka checks)."""
+    if not requester(broker).may_api(api, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return coordinator_error(broker, group_id)
 
 
 def coordinator_error(broker: Broker, group_id: str) -> int | None:

@@ -8,14 +8,14 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.group_common import coordinator_error
+from broker.server.handlers.group_common import group_error
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
-    error = coordinator_error(broker, request["group_id"])
+    error = group_error(broker, ApiKey.HEARTBEAT, request["group_id"])
     if error is None:
         group = broker.coordinator.group(request["group_id"])
         error = group.heartbeat(request["member_id"], request["generation_id"]) if group else ErrorCode.UNKNOWN_MEMBER_ID

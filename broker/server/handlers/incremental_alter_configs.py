@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
-    return alter_all(broker, request, replace=False)
+    return alter_all(broker, ApiKey.INCREMENTAL_ALTER_CONFIGS, request, replace=False)
 
 
 HANDLER = Handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 0, handle)

@@ -13,6 +13,8 @@ from twisted.internet import defer, threads
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import ANY_TOPIC_WRITE
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 
 if TYPE_CHECKING:
@@ -24,6 +26,9 @@ INITIAL_EPOCH = 0
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict] | dict:
     if request.get("transactional_id") is not None:
         return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, -1)
+    who = requester(broker)
+    if not who.may_api(ApiKey.INIT_PRODUCER_ID) and not who.may_any(ANY_TOPIC_WRITE):
+        return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, -1, -1)
     d = threads.deferToThread(broker.producer_ids.next_id)
     return d.addCallback(lambda pid: _answer(ErrorCode.NONE, pid, INITIAL_EPOCH))
 

@@ -8,7 +8,7 @@ from broker.coordinator.group import join_error
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.group_common import coordinator_error, deferred_answer
+from broker.server.handlers.group_common import deferred_answer, group_error
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -21,7 +21,7 @@ def _client_host(broker: Broker) -> str:
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
-    error = coordinator_error(broker, request["group_id"])
+    error = group_error(broker, ApiKey.JOIN_GROUP, request["group_id"])
     if error is not None:
         return {"throttle_time_ms": 0, **join_error(error, request["member_id"])}
     session_ms = request["session_timeout_ms"]

@@ -8,7 +8,7 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.group_common import coordinator_error
+from broker.server.handlers.group_common import group_error
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     leaving = [m["member_id"] for m in request["members"]] if "members" in request else [request["member_id"]]
-    error = coordinator_error(broker, request["group_id"])
+    error = group_error(broker, ApiKey.LEAVE_GROUP, request["group_id"])
     results: list[dict] = []
     if error is None:
         group = broker.coordinator.group(request["group_id"])

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import REQUIRED
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.per_partition import answer_partitions
 from broker.server.partition import Partition
@@ -28,7 +30,8 @@ NO_TIMESTAMP = -1
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     lookup = _offsets_before if header.api_version == 0 else _lookup
-    return answer_partitions(request["topics"], "name", "partition_index", broker.replicas.leader_partition, _blank, lookup)
+    leader = requester(broker).guard(REQUIRED[ApiKey.LIST_OFFSETS], broker.replicas.leader_partition)
+    return answer_partitions(request["topics"], "name", "partition_index", leader, _blank, lookup)
 
 
 def _blank(part: dict) -> dict[str, Any]:

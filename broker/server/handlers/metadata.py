@@ -2,6 +2,10 @@
 
 Unknown topics are created first when ``auto.create.topics.enable`` is on and the client allows
 it, so the answer already carries their leaders.
+
+With an authorizer, as in Kafka: a listing of every topic leaves out those the principal may not
+Describe; a named one it may not Describe is answered TOPIC_AUTHORIZATION_FAILED, and so is an
+unknown one it may not Create (on the cluster or the topic) when it would be auto-created.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from twisted.internet import defer
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import CLUSTER_CREATE, TOPIC_CREATE
+from broker.server.authz import Requester, requester
 from broker.server.dispatch import Handler
 from broker.server.metadata import PartitionInfo
 from broker.server.topics import validate_topic_name
@@ -29,12 +35,18 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
         names = None
     else:
         names = list(dict.fromkeys(t["name"] for t in requested))
-    to_create = _auto_creatable(broker, names, request.get("allow_auto_topic_creation", True))
+    who = requester(broker)
+    denied = {n: int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in names or () if not who.may_api(ApiKey.METADATA, n)}
+    described = None if names is None else [n for n in names if n not in denied]
+    to_create = _auto_creatable(broker, described, request.get("allow_auto_topic_creation", True))
+    if to_create and not who.may(CLUSTER_CREATE):
+        denied.update({n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in to_create if not who.may(TOPIC_CREATE, n)})
+        to_create = [n for n in to_create if n not in denied]
     if not to_create:
-        return _build(broker, names, {})
+        return _build(broker, names, denied, who)
     creations = [broker.topics.create(name) for name in to_create]
     d = defer.DeferredList(creations, consumeErrors=True)
-    d.addCallback(lambda results: _build(broker, names, _creation_errors(to_create, results)))
+    d.addCallback(lambda results: _build(broker, names, {**_creation_errors(to_create, results), **denied}, who))
     return d
 
 
@@ -63,10 +75,11 @@ def _creation_errors(names: list[str], results: list[tuple[bool, Any]]) -> dict[
     return errors
 
 
-def _build(broker: Broker, names: list[str] | None, creation_errors: dict[str, int]) -> dict:
+def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who: Requester) -> dict:
+    """The response; ``errors``: topics answered with an error alone (refused, or not created)."""
     cache = broker.metadata
     if names is None:
-        names = sorted(cache.topics)
+        names = [t for t in sorted(cache.topics) if who.may_api(ApiKey.METADATA, t)]
     return {
         "throttle_time_ms": 0,
         "brokers": [
@@ -74,17 +87,20 @@ def _build(broker: Broker, names: list[str] | None, creation_errors: dict[str, i
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
-        "topics": [_topic(broker, name, creation_errors.get(name)) for name in names],
+        "topics": [_topic(broker, name, errors.get(name)) for name in names],
         "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
     }
 
 
-def _topic(broker: Broker, name: str, creation_error: int | None) -> dict:
+def _topic(broker: Broker, name: str, error: int | None) -> dict:
     partitions = broker.metadata.topics.get(name)
     topic = {"name": name, "is_internal": False, "partitions": [], "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+    if error == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+        topic["error_code"] = error
+        return topic
     if partitions is None:
-        if creation_error is not None:
-            topic["error_code"] = creation_error
+        if error is not None:
+            topic["error_code"] = error
         else:
             try:
                 validate_topic_name(name)

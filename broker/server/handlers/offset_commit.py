@@ -16,6 +16,8 @@ from broker.cluster.offset_store import Committed
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import GROUP_TOPIC_READ
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.group_common import coordinator_error, zookeeper_commit_error
 
@@ -59,6 +61,9 @@ def _group_error(broker: Broker, request: dict, version: int) -> int | None:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request["topics"]
+    who = requester(broker)
+    if not who.may_api(ApiKey.OFFSET_COMMIT, request["group_id"]):
+        return _response(topics, lambda tp: ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = _group_error(broker, request, header.api_version)
     if error is not None:
         return _response(topics, lambda tp: error)
@@ -69,7 +74,9 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
         for p in t["partitions"]:
             tp = (t["name"], p["partition_index"])
             metadata = p.get("committed_metadata") or ""
-            if broker.metadata.partition(*tp) is None:
+            if not who.may(GROUP_TOPIC_READ, tp[0]):
+                codes[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif broker.metadata.partition(*tp) is None:
                 codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode()) > MAX_METADATA_BYTES:
                 codes[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE

@@ -14,6 +14,8 @@ from broker.protocol.consumer_protocol import decode_subscription
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import GROUP_TOPIC_READ
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.group_common import coordinator_error
 
@@ -44,7 +46,10 @@ def _response(error: int, topics: list[dict]) -> dict:
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     group_id = request["group_id"]
-    error = coordinator_error(broker, group_id)
+    who = requester(broker)
+    error: int | None = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if who.may_api(ApiKey.OFFSET_DELETE, group_id):
+        error = coordinator_error(broker, group_id)
     if error is not None:
         return _response(error, [])
     group = broker.coordinator.group(group_id)
@@ -56,7 +61,9 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     for t in request["topics"]:
         for p in t["partitions"]:
             tp = (t["name"], p["partition_index"])
-            if in_use is EVERY_TOPIC or tp[0] in in_use:
+            if not who.may(GROUP_TOPIC_READ, tp[0]):
+                codes[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif in_use is EVERY_TOPIC or tp[0] in in_use:
                 codes[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             elif broker.metadata.partition(*tp) is None:
                 codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -15,6 +15,8 @@ from broker.cluster.offset_store import NO_OFFSET
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import GROUP_TOPIC_DESCRIBE
+from broker.server.authz import Requester, requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.group_common import coordinator_error, zookeeper_commit_error
 
@@ -50,11 +52,29 @@ def _read(broker: Broker, group_id: str, topics: list[dict] | None) -> dict:
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     topics = request.get("topics")
     group_id = request["group_id"]
+    who = requester(broker)
+    if not who.may_api(ApiKey.OFFSET_FETCH, group_id):
+        return _failed(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     error = zookeeper_commit_error(broker, group_id) if header.api_version == 0 else coordinator_error(broker, group_id)
     if error is not None:
         return _failed(topics, error)
     d = threads.deferToThread(_read, broker, request["group_id"], topics)
+    if who.authorizer is not None:
+        d.addCallback(_authorized, who, listed=topics is not None)
     return d.addErrback(lambda _: _failed(topics, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+
+
+def _authorized(answer: dict, who: Requester, listed: bool) -> dict:
+    """Topics the requester may not Describe: their partitions TOPIC_AUTHORIZATION_FAILED when
+    asked for by name, left out of an all-topics answer (as Kafka)."""
+    kept = []
+    for topic in answer["topics"]:
+        if who.may(GROUP_TOPIC_DESCRIBE, topic["name"]):
+            kept.append(topic)
+        elif listed:
+            parts = [_partition(p["partition_index"], None, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic["partitions"]]
+            kept.append({"name": topic["name"], "partitions": parts})
+    return {**answer, "topics": kept}
 
 
 def _failed(topics: list[dict] | None, error: int) -> dict:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.api_acls import REQUIRED
+from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.per_partition import answer_partitions
 from broker.server.partition import Partition
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
-    return answer_partitions(request["topics"], "topic", "partition", broker.replicas.leader_partition, _blank, _lookup)
+    leader = requester(broker).guard(REQUIRED[ApiKey.OFFSET_FOR_LEADER_EPOCH], broker.replicas.leader_partition)
+    return answer_partitions(request["topics"], "topic", "partition", leader, _blank, _lookup)
 
 
 def _blank(part: dict) -> dict[str, Any]:

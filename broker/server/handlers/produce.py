@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from broker.protocol.errors import KafkaError
+from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.protocol.records.legacy import up_convert
+from broker.server.authz import requester
 from broker.server.dispatch import NO_RESPONSE, Handler
 from broker.server.replica_manager import AppendOutcome
 
@@ -28,10 +29,16 @@ FIRST_RECORD_BATCH_VERSION = 3
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
-    entries = [
+    entries: list[Any] = [
         (topic["name"], part["index"], part["records"]) for topic in request["topic_data"] for part in topic["partition_data"]
     ]
     refused: dict[int, AppendOutcome] = {}
+    who = requester(broker)
+    for i, (topic, _, _) in enumerate(entries):
+        if not who.may_api(ApiKey.PRODUCE, topic):
+            refused[i] = AppendOutcome(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if refused:
+        entries = [None if i in refused else e for i, e in enumerate(entries)]
     if header.api_version < FIRST_RECORD_BATCH_VERSION:
         entries = _up_converted(broker, entries, refused)
     d = broker.replicas.append_records(request["acks"], request["timeout_ms"], [e for e in entries if e is not None])
@@ -46,7 +53,11 @@ def _up_converted(broker: Broker, entries: list, refused: dict[int, AppendOutcom
     """Each partition's legacy message set as one v2 batch; a set that does not convert is
     answered with its error (kept in ``refused`` by position) and left out (None)."""
     converted: list = []
-    for i, (topic, partition, records) in enumerate(entries):
+    for i, entry in enumerate(entries):
+        if entry is None:  # refused already
+            converted.append(None)
+            continue
+        topic, partition, records = entry
         started = time.perf_counter()
         try:
             batch, count = up_convert(records or b"")

@@ -8,14 +8,14 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.server.dispatch import Handler
-from broker.server.handlers.group_common import coordinator_error, deferred_answer
+from broker.server.handlers.group_common import deferred_answer, group_error
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
-    error = coordinator_error(broker, request["group_id"])
+    error = group_error(broker, ApiKey.SYNC_GROUP, request["group_id"])
     group = broker.coordinator.group(request["group_id"]) if error is None else None
     if error is None and group is None:
         error = ErrorCode.UNKNOWN_MEMBER_ID

@@ -1,0 +1,169 @@
+"""The broker's ACLs: loaded from ZooKeeper at start, kept current by change notifications,
+changed by CreateAcls and DeleteAcls.
+
+ACLs live at Kafka's paths (/kafka-acl/<Type>/<name>, /kafka-acl-extended/prefixed/<Type>/<name>);
+a writer adds a notification under /kafka-acl-changes (or /kafka-acl-extended-changes) naming
+the resource, and every broker watching them re-reads that resource: a change made through
+one broker (or `logbus acls --authorizer-properties`) applies on all within moments. Writes are
+conditional on the znode's version, so two admins changing one resource never lose an ACL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer, threads
+from twisted.logger import Logger
+
+from broker.cluster.zk import ZkClient, ZkVersionConflictError
+from broker.security.acl import AccessControlEntry, AclBinding, AclBindingFilter, PatternType, ResourcePattern
+from broker.security.authorizer import AclAuthorizer
+
+if TYPE_CHECKING:
+    from broker.server.broker import Broker
+
+log = Logger()
+
+_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
+_MAX_ATTEMPTS = 20
+
+
+def load_all(zk: ZkClient) -> dict[ResourcePattern, Any]:
+    """Every stored ACL by resource pattern (blocking)."""
+    return {pattern: zk.acls(pattern)[0] for pattern in zk.acl_patterns()}
+
+
+Stored = dict[ResourcePattern, frozenset[AccessControlEntry]]
+
+
+def add_acls(zk: ZkClient, bindings: Iterable[AclBinding]) -> Stored:
+    """Store ``bindings`` (blocking): each pattern's znode read, extended and written back
+    conditionally, retried when another writer got there first. Returns the patterns' new ACLs."""
+    by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
+    for binding in bindings:
+        by_pattern.setdefault(binding.pattern, set()).add(binding.entry)
+    return {
+        pattern: _update(zk, pattern, lambda held, entries=entries: held | entries)
+        for pattern, entries in by_pattern.items()
+    }
+
+
+def remove_acls(zk: ZkClient, filters: list[AclBindingFilter]) -> tuple[list[list[AclBinding]], Stored]:
+    """Delete what each filter matches (blocking): per filter the ACLs it deleted, and the
+    touched patterns' new ACLs."""
+    deleted: list[list[AclBinding]] = [[] for _ in filters]
+    stored: Stored = {}
+    for pattern in zk.acl_patterns():
+        if not any(f.matches_pattern(pattern) for f in filters):
+            continue
+        removed: dict[int, list[AclBinding]] = {}
+
+        def without(held: frozenset, pattern: ResourcePattern = pattern, removed: dict = removed) -> frozenset:
+            removed.clear()
+            for i, f in enumerate(filters):
+                if f.matches_pattern(pattern):
+                    removed[i] = [AclBinding(pattern, e) for e in sorted(held) if f.matches_entry(e)]
+            gone = {b.entry for found in removed.values() for b in found}
+            return frozenset(held - gone)
+
+        stored[pattern] = _update(zk, pattern, without)
+        for i, found in removed.items():
+            deleted[i].extend(found)
+    return deleted, stored
+
+
+def _update(zk: ZkClient, pattern: ResourcePattern, change: Any) -> frozenset[AccessControlEntry]:
+    for _ in range(_MAX_ATTEMPTS):
+        held, version = zk.acls(pattern)
+        wanted = frozenset(change(held))
+        if wanted == held:
+            return held
+        try:
+            zk.set_acls(pattern, wanted, version)
+            return wanted
+        except ZkVersionConflictError:
+            continue
+    raise ZkVersionConflictError(f"the ACLs of {pattern} kept changing; try again")
+
+
+class AclStore:
+    """Keeps ``authorizer``'s ACLs in step with ZooKeeper on one broker."""
+
+    def __init__(self, broker: Broker, authorizer: AclAuthorizer) -> None:
+        self.broker = broker
+        self.authorizer = authorizer
+        self.last_seen: dict[PatternType, int] = {p: -1 for p in _PATTERN_TYPES}
+        self._stopped = False
+        self._reading = False
+        self._again = False
+
+    def start(self) -> None:
+        """Load every ACL (blocking, before the broker serves), then watch the notifications."""
+        zk = self.broker.zk
+        for pattern_type in _PATTERN_TYPES:
+            changes = zk.acl_changes(pattern_type)
+            self.last_seen[pattern_type] = changes[-1][0] if changes else -1
+        self.authorizer.replace_all(load_all(zk))
+        log.info("loaded ACLs of {n} resource patterns", n=len(self.authorizer.acls()))
+        zk.watch_acl_changes(self._on_changes)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def _on_changes(self, children: list[str]) -> None:
+        """kazoo's thread: hand the work to the reactor."""
+        if not self._stopped:
+            self.broker.reactor.callFromThread(self._process)
+
+    def _process(self) -> None:
+        """Re-read the resources named since the last pass; one pass at a time, so an older read
+        never overwrites a newer one."""
+        if self._reading:
+            self._again = True
+            return
+        self._reading = True
+        d = threads.deferToThread(self._read_new)
+        d.addCallback(self._apply)
+        d.addErrback(lambda f: log.failure("applying ACL changes", f))
+        d.addBoth(self._done)
+
+    def _done(self, _: Any) -> None:
+        self._reading = False
+        if self._again and not self._stopped:
+            self._again = False
+            self._process()
+
+    def _read_new(self) -> Stored:
+        zk = self.broker.zk
+        changed: set[ResourcePattern] = set()
+        for pattern_type in _PATTERN_TYPES:
+            for seq, child in zk.acl_changes(pattern_type):
+                if seq > self.last_seen[pattern_type]:
+                    self.last_seen[pattern_type] = seq
+                    pattern = zk.acl_change(pattern_type, child)
+                    if pattern is not None:
+                        changed.add(pattern)
+        return {pattern: zk.acls(pattern)[0] for pattern in changed}
+
+    def _apply(self, found: Stored) -> None:
+        for pattern, entries in sorted(found.items()):
+            log.info("ACLs of {p} changed: {n} entries", p=str(pattern), n=len(entries))
+            self.authorizer.set_acls(pattern, entries)
+
+    # -- CreateAcls, DeleteAcls
+
+    def create(self, bindings: list[AclBinding]) -> defer.Deferred[None]:
+        """Store the bindings; this broker applies them before answering, others on the notification."""
+        d = threads.deferToThread(add_acls, self.broker.zk, bindings)
+        return d.addCallback(self._apply)
+
+    def delete(self, filters: list[AclBindingFilter]) -> defer.Deferred[list[list[AclBinding]]]:
+        """Delete what each filter matches; per filter, the ACLs deleted."""
+        d = threads.deferToThread(remove_acls, self.broker.zk, filters)
+
+        def applied(outcome: tuple[list[list[AclBinding]], Stored]) -> list[list[AclBinding]]:
+            self._apply(outcome[1])
+            return outcome[0]
+
+        return d.addCallback(applied)
