@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "console-producer": ("broker.tools.console_producer", "send lines from stdin to a topic"),
     "console-consumer": ("broker.tools.console_consumer", "print a topic's records to stdout"),
     "consumer-groups": ("broker.tools.consumer_groups", "list and describe consumer groups, with lag"),
+    "acls": ("broker.tools.acls", "add, remove or list ACLs (brokers with an authorizer)"),
     "configs": ("broker.tools.configs", "alter or describe dynamic configs of topics and brokers"),
     "delete-records": ("broker.tools.delete_records", "delete a partition's records below an offset"),
     "reassign-partitions": ("broker.tools.reassign_partitions", "move partition replicas between brokers"),

@@ -215,3 +215,67 @@ def parse_principal(text: str) -> str:
     if not sep or not kind or not name:
         raise ValueError(f"principal {text!r} is not of the form Type:name (User:alice)")
     return text
+
+
+# -- the wire form (DescribeAcls, CreateAcls, DeleteAcls dicts: broker.protocol.messages.acls)
+
+
+def _code(enum: type[E], value: int) -> E:
+    """A wire code as its enum member; an unknown code is UNKNOWN (0), which validation refuses."""
+    try:
+        return enum(value)
+    except ValueError:
+        return enum(0)
+
+
+def filter_from_wire(f: dict) -> AclBindingFilter:
+    """A DescribeAcls request or a DeleteAcls filter."""
+    return AclBindingFilter(
+        _code(ResourceType, f["resource_type_filter"]), f["resource_name_filter"],
+        _code(PatternType, f.get("pattern_type_filter", PatternType.LITERAL)), f["principal_filter"], f["host_filter"],
+        _code(AclOperation, f["operation"]), _code(AclPermissionType, f["permission_type"]),
+    )
+
+
+def filter_to_wire(f: AclBindingFilter) -> dict:
+    return {
+        "resource_type_filter": int(f.resource_type), "resource_name_filter": f.name,
+        "pattern_type_filter": int(f.pattern_type), "principal_filter": f.principal, "host_filter": f.host,
+        "operation": int(f.operation), "permission_type": int(f.permission_type),
+    }
+
+
+def creation_from_wire(c: dict) -> AclBinding:
+    """One CreateAcls creation."""
+    return AclBinding(
+        ResourcePattern(_code(ResourceType, c["resource_type"]), c["resource_name"],
+                        _code(PatternType, c.get("resource_pattern_type", PatternType.LITERAL))),
+        AccessControlEntry(c["principal"], c["host"], _code(AclOperation, c["operation"]),
+                           _code(AclPermissionType, c["permission_type"])),
+    )
+
+
+def creation_to_wire(b: AclBinding) -> dict:
+    return {
+        "resource_type": int(b.pattern.resource_type), "resource_name": b.pattern.name,
+        "resource_pattern_type": int(b.pattern.pattern_type), **entry_to_wire(b.entry),
+    }
+
+
+def pattern_to_wire(p: ResourcePattern) -> dict:
+    """A pattern as DescribeAcls and DeleteAcls answer it."""
+    return {"resource_type": int(p.resource_type), "resource_name": p.name, "pattern_type": int(p.pattern_type)}
+
+
+def entry_to_wire(e: AccessControlEntry) -> dict:
+    return {"principal": e.principal, "host": e.host, "operation": int(e.operation), "permission_type": int(e.permission_type)}
+
+
+def binding_from_wire(d: dict) -> AclBinding:
+    """A pattern and entry as DeleteAcls answers them (DescribeAcls: merge the resource into each entry)."""
+    return AclBinding(
+        ResourcePattern(_code(ResourceType, d["resource_type"]), d["resource_name"],
+                        _code(PatternType, d.get("pattern_type", PatternType.LITERAL))),
+        AccessControlEntry(d["principal"], d["host"], _code(AclOperation, d["operation"]),
+                           _code(AclPermissionType, d["permission_type"])),
+    )

@@ -10,14 +10,13 @@ conditional on the znode's version, so two admins changing one resource never lo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, threads
 from twisted.logger import Logger
 
-from broker.cluster.zk import ZkClient, ZkVersionConflictError
-from broker.security.acl import AccessControlEntry, AclBinding, AclBindingFilter, PatternType, ResourcePattern
+from broker.cluster.acls import PATTERN_TYPES, Stored, add_acls, load_all, remove_acls
+from broker.security.acl import AclBinding, AclBindingFilter, PatternType, ResourcePattern
 from broker.security.authorizer import AclAuthorizer
 
 if TYPE_CHECKING:
@@ -25,75 +24,13 @@ if TYPE_CHECKING:
 
 log = Logger()
 
-_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
-_MAX_ATTEMPTS = 20
-
-
-def load_all(zk: ZkClient) -> dict[ResourcePattern, Any]:
-    """Every stored ACL by resource pattern (blocking)."""
-    return {pattern: zk.acls(pattern)[0] for pattern in zk.acl_patterns()}
-
-
-Stored = dict[ResourcePattern, frozenset[AccessControlEntry]]
-
-
-def add_acls(zk: ZkClient, bindings: Iterable[AclBinding]) -> Stored:
-    """Store ``bindings`` (blocking): each pattern's znode read, extended and written back
-    conditionally, retried when another writer got there first. Returns the patterns' new ACLs."""
-    by_pattern: dict[ResourcePattern, set[AccessControlEntry]] = {}
-    for binding in bindings:
-        by_pattern.setdefault(binding.pattern, set()).add(binding.entry)
-    return {
-        pattern: _update(zk, pattern, lambda held, entries=entries: held | entries)
-        for pattern, entries in by_pattern.items()
-    }
-
-
-def remove_acls(zk: ZkClient, filters: list[AclBindingFilter]) -> tuple[list[list[AclBinding]], Stored]:
-    """Delete what each filter matches (blocking): per filter the ACLs it deleted, and the
-    touched patterns' new ACLs."""
-    deleted: list[list[AclBinding]] = [[] for _ in filters]
-    stored: Stored = {}
-    for pattern in zk.acl_patterns():
-        if not any(f.matches_pattern(pattern) for f in filters):
-            continue
-        removed: dict[int, list[AclBinding]] = {}
-
-        def without(held: frozenset, pattern: ResourcePattern = pattern, removed: dict = removed) -> frozenset:
-            removed.clear()
-            for i, f in enumerate(filters):
-                if f.matches_pattern(pattern):
-                    removed[i] = [AclBinding(pattern, e) for e in sorted(held) if f.matches_entry(e)]
-            gone = {b.entry for found in removed.values() for b in found}
-            return frozenset(held - gone)
-
-        stored[pattern] = _update(zk, pattern, without)
-        for i, found in removed.items():
-            deleted[i].extend(found)
-    return deleted, stored
-
-
-def _update(zk: ZkClient, pattern: ResourcePattern, change: Any) -> frozenset[AccessControlEntry]:
-    for _ in range(_MAX_ATTEMPTS):
-        held, version = zk.acls(pattern)
-        wanted = frozenset(change(held))
-        if wanted == held:
-            return held
-        try:
-            zk.set_acls(pattern, wanted, version)
-            return wanted
-        except ZkVersionConflictError:
-            continue
-    raise ZkVersionConflictError(f"the ACLs of {pattern} kept changing; try again")
-
-
 class AclStore:
     """Keeps ``authorizer``'s ACLs in step with ZooKeeper on one broker."""
 
     def __init__(self, broker: Broker, authorizer: AclAuthorizer) -> None:
         self.broker = broker
         self.authorizer = authorizer
-        self.last_seen: dict[PatternType, int] = {p: -1 for p in _PATTERN_TYPES}
+        self.last_seen: dict[PatternType, int] = {p: -1 for p in PATTERN_TYPES}
         self._stopped = False
         self._reading = False
         self._again = False
@@ -101,7 +38,7 @@ class AclStore:
     def start(self) -> None:
         """Load every ACL (blocking, before the broker serves), then watch the notifications."""
         zk = self.broker.zk
-        for pattern_type in _PATTERN_TYPES:
+        for pattern_type in PATTERN_TYPES:
             changes = zk.acl_changes(pattern_type)
             self.last_seen[pattern_type] = changes[-1][0] if changes else -1
         self.authorizer.replace_all(load_all(zk))
@@ -137,7 +74,7 @@ class AclStore:
     def _read_new(self) -> Stored:
         zk = self.broker.zk
         changed: set[ResourcePattern] = set()
-        for pattern_type in _PATTERN_TYPES:
+        for pattern_type in PATTERN_TYPES:
             for seq, child in zk.acl_changes(pattern_type):
                 if seq > self.last_seen[pattern_type]:
                     self.last_seen[pattern_type] = seq

@@ -10,9 +10,9 @@ from twisted.internet import defer
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
-from broker.security.acl import invalid_binding
+from broker.security.acl import creation_from_wire, invalid_binding
 from broker.server.dispatch import Handler
-from broker.server.handlers.acl_common import acl_store, creation_binding
+from broker.server.handlers.acl_common import acl_store
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -31,7 +31,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     results: list[dict | None] = []
     valid = []
     for creation in creations:
-        binding = creation_binding(creation)
+        binding = creation_from_wire(creation)
         why = invalid_binding(binding)
         if why is not None:
             results.append(_result(ErrorCode.INVALID_REQUEST, why))

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
-from broker.security.acl import AclBinding, AclBindingFilter
+from broker.security.acl import AclBinding, AclBindingFilter, entry_to_wire, pattern_to_wire
 from broker.server.dispatch import Handler
-from broker.server.handlers.acl_common import acl_store, binding_filter, entry_fields, pattern_fields
+from broker.server.handlers.acl_common import acl_store, binding_filter
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -40,8 +40,8 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
             if i in refused:
                 results.append(refused[i])
                 continue
-            matching = [{"error_code": ErrorCode.NONE, "error_message": None, **pattern_fields(b.pattern),
-                         **entry_fields(b.entry)} for b in next(found)]
+            matching = [{"error_code": ErrorCode.NONE, "error_message": None, **pattern_to_wire(b.pattern),
+                         **entry_to_wire(b.entry)} for b in next(found)]
             results.append({"error_code": ErrorCode.NONE, "error_message": None, "matching_acls": matching})
         return {"throttle_time_ms": 0, "filter_results": results}
 

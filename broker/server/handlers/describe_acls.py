@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
-from broker.security.acl import AccessControlEntry, ResourcePattern
+from broker.security.acl import AccessControlEntry, ResourcePattern, entry_to_wire, pattern_to_wire
 from broker.server.dispatch import Handler
-from broker.server.handlers.acl_common import acl_store, binding_filter, entry_fields, pattern_fields
+from broker.server.handlers.acl_common import acl_store, binding_filter
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -29,7 +29,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
         "error_code": ErrorCode.NONE,
         "error_message": None,
         "resources": [
-            {**pattern_fields(pattern), "acls": [entry_fields(e) for e in entries]}
+            {**pattern_to_wire(pattern), "acls": [entry_to_wire(e) for e in entries]}
             for pattern, entries in by_pattern.items()
         ],
     }

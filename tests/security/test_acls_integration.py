@@ -1,0 +1,358 @@
+"""ACLs on real brokers with real clients (every client is User:ANONYMOUS until SASL), against one
+module-scoped cluster of four brokers in one ZooKeeper chroot: brokers 1 and 2 with Kafka's
+AclAuthorizer name and allow.everyone.if.no.acl.found=false, broker 3 with super.users=User:ANONYMOUS,
+broker 4 with allow.everyone.if.no.acl.found=true. ANONYMOUS starts with ClusterAction, Create,
+Alter and Describe on the cluster only (replication, creating topics, the ACL APIs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AclBinding as CkAclBinding
+from confluent_kafka.admin import AclBindingFilter as CkAclBindingFilter
+from confluent_kafka.admin import AclOperation as CkOp
+from confluent_kafka.admin import AclPermissionType as CkPerm
+from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import ResourcePatternType as CkPattern
+from confluent_kafka.admin import ResourceType as CkResource
+
+from broker.client.connection import BrokerConnection
+from broker.cluster.acls import add_acls
+from broker.cluster.embedded_zk import EmbeddedZooKeeper
+from broker.cluster.local import BrokerProcess
+from broker.cluster.net import free_port
+from broker.cluster.zk import ZkClient
+from broker.protocol.errors import ErrorCode
+from broker.protocol.messages import ApiKey
+from broker.security.acl import (
+    CLUSTER_NAME,
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from broker.security.principal import ANONYMOUS
+from tests.teardown import delete_znodes, stopping
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+AUTHORIZERS = {
+    1: {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
+    2: {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
+    3: {"authorizer.class.name": "kafka.security.auth.SimpleAclAuthorizer", "super.users": "User:alice;User:ANONYMOUS"},
+    4: {"authorizer.class.name": "broker.security.authorizer.AclAuthorizer", "allow.everyone.if.no.acl.found": "true"},
+}
+BASE = {"group.initial.rebalance.delay.ms": "0", "replica.fetch.wait.max.ms": "200"}
+
+
+def allow(op: AclOperation, principal: str = ANONYMOUS) -> AccessControlEntry:
+    return AccessControlEntry(principal, "*", op, AclPermissionType.ALLOW)
+
+
+class Cluster:
+    def __init__(self, brokers: dict[int, BrokerProcess], zk: ZkClient, connect: str) -> None:
+        self.brokers = brokers
+        self.zk = zk
+        self.connect = connect
+        self.admin = AdminClient({"bootstrap.servers": brokers[1].bootstrap})
+
+    def topic(self, leader: int, prefix: str = "acl-") -> str:
+        """A new one-partition topic led by broker ``leader``, its log created there."""
+        name = f"{prefix}{uuid.uuid4().hex[:8]}"
+        self.admin.create_topics([NewTopic(name, 1, replica_assignment=[[leader]])], operation_timeout=20)[name].result(30)
+        wait_until(lambda: name in self.log_dir_topics(leader) and self.metadata(3, name) == ErrorCode.NONE, 10,
+                   what=f"{name} led by broker {leader}")
+        return name
+
+    def coordinator(self, group: str) -> int:
+        """The broker coordinating ``group`` (asked of broker 3, where ANONYMOUS is a super user)."""
+        answer = self.request(3, ApiKey.FIND_COORDINATOR, 1, {"key": group, "key_type": 0})
+        assert answer["error_code"] == ErrorCode.NONE
+        return int(answer["node_id"])
+
+    def log_dir_topics(self, broker: int) -> set[str]:
+        """The topics with a log on ``broker`` (DescribeLogDirs: ANONYMOUS may Describe the cluster)."""
+        answer = self.request(broker, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": None})
+        return {t["name"] for r in answer["results"] for t in r["topics"]}
+
+    def request(self, broker: int, api: ApiKey, version: int, body: dict) -> dict:
+        with BrokerConnection.from_address(self.brokers[broker].bootstrap, client_id="acl-test", timeout=10.0) as conn:
+            answer = conn.request(api, version, body)
+        assert answer is not None
+        return answer
+
+    def metadata(self, broker: int, topic: str | None) -> int | list[str]:
+        """A named topic's error code; with None, the names of every topic listed."""
+        body = {"topics": None if topic is None else [{"name": topic}], "allow_auto_topic_creation": False}
+        answer = self.request(broker, ApiKey.METADATA, 8, body)
+        if topic is None:
+            return sorted(t["name"] for t in answer["topics"])
+        return int(answer["topics"][0]["error_code"])
+
+    def grant(self, pattern: ResourcePattern, *entries: AccessControlEntry) -> None:
+        """Through ZooKeeper (as `logbus acls --authorizer-properties`), then wait for brokers 1 and 2."""
+        add_acls(self.zk, [AclBinding(pattern, e) for e in entries])
+        wait_until(lambda: all(self._holds(b, pattern, entries) for b in (1, 2)), 5, what=f"ACLs of {pattern} applied")
+
+    def _holds(self, broker: int, pattern: ResourcePattern, entries: tuple[AccessControlEntry, ...]) -> bool:
+        body = {"resource_type_filter": int(pattern.resource_type), "resource_name_filter": pattern.name,
+                "pattern_type_filter": int(pattern.pattern_type), "principal_filter": None, "host_filter": None,
+                "operation": int(AclOperation.ANY), "permission_type": int(AclPermissionType.ANY)}
+        answer = self.request(broker, ApiKey.DESCRIBE_ACLS, 1, body)
+        held = {(a["principal"], a["operation"], a["permission_type"]) for r in answer["resources"] for a in r["acls"]}
+        return {(e.principal, int(e.operation), int(e.permission_type)) for e in entries} <= held
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    chroot = f"/t-{uuid.uuid4().hex[:12]}"
+    connect = f"{zookeeper.connect_string}{chroot}"
+    home = tmp_path_factory.mktemp("acls")
+    zk = ZkClient(connect, session_timeout_ms=6000)
+    zk.start(timeout=10)
+    cluster_pattern = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME)
+    ops = (AclOperation.CLUSTER_ACTION, AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE)
+    add_acls(zk, [AclBinding(cluster_pattern, allow(op)) for op in ops])
+    try:
+        with stopping(BrokerProcess.stop) as keep:
+            brokers = {
+                i: keep(BrokerProcess({
+                    "broker.id": str(i), "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+                    "log.dirs": str(home / f"b{i}" / "data"), "zookeeper.connect": connect,
+                    "zookeeper.session.timeout.ms": "6000",
+                }, home / f"b{i}", {**BASE, **AUTHORIZERS[i]}))
+                for i in AUTHORIZERS
+            }
+            for b in brokers.values():
+                b.start(wait=False)
+            for b in brokers.values():
+                b.wait_ready()
+            wait_until(lambda: sorted(zk.live_brokers()) == sorted(brokers), 30, what="all brokers registered")
+            yield Cluster(brokers, zk, connect)
+    finally:
+        zk.stop()
+        delete_znodes(zookeeper.connect_string, [chroot])
+
+
+def test_acl_added_through_broker_1_is_enforced_by_broker_2_within_5s(cluster: Cluster) -> None:
+    topic = cluster.topic(leader=2)
+    body = {"creations": [{"resource_type": int(ResourceType.TOPIC), "resource_name": topic,
+                           "resource_pattern_type": int(PatternType.LITERAL), "principal": ANONYMOUS, "host": "*",
+                           "operation": int(AclOperation.WRITE), "permission_type": int(AclPermissionType.ALLOW)}]}
+    answer = cluster.request(1, ApiKey.CREATE_ACLS, 1, body)
+    assert answer["results"] == [{"error_code": 0, "error_message": None}]
+    added = time.monotonic()
+    wait_until(lambda: cluster.metadata(2, topic) == ErrorCode.NONE, 5, interval=0.05, what="broker 2 applies the ACL")
+    assert time.monotonic() - added < 5
+    # and a real producer writes through broker 2 (Write implies Describe)
+    producer = Producer({"bootstrap.servers": cluster.brokers[2].bootstrap, "acks": "all"})
+    failures: list[KafkaError] = []
+    producer.produce(topic, b"allowed", on_delivery=lambda err, _msg: err and failures.append(err))
+    assert producer.flush(20) == 0 and failures == []
+
+
+def test_confluent_admin_client_creates_describes_and_deletes_acls(cluster: Cluster) -> None:
+    topic = f"adm-{uuid.uuid4().hex[:8]}"
+    prefixed = CkAclBinding(CkResource.TOPIC, topic, CkPattern.PREFIXED, "User:alice", "*", CkOp.READ, CkPerm.ALLOW)
+    denied = CkAclBinding(CkResource.GROUP, "g1", CkPattern.LITERAL, "User:bob", "10.0.0.1", CkOp.ALL, CkPerm.DENY)
+    for future in cluster.admin.create_acls([prefixed, denied], request_timeout=20).values():
+        future.result(20)
+    everything = CkAclBindingFilter(CkResource.ANY, None, CkPattern.ANY, None, None, CkOp.ANY, CkPerm.ANY)
+    found = cluster.admin.describe_acls(everything, request_timeout=20).result(20)
+    assert prefixed in found and denied in found
+    # MATCH: the prefixed ACL applies to a topic under its prefix, not to another one
+    match = CkAclBindingFilter(CkResource.TOPIC, topic + "-x", CkPattern.MATCH, None, None, CkOp.ANY, CkPerm.ANY)
+    assert prefixed in cluster.admin.describe_acls(match, request_timeout=20).result(20)
+    other = CkAclBindingFilter(CkResource.TOPIC, "zz" + topic, CkPattern.MATCH, None, None, CkOp.ANY, CkPerm.ANY)
+    assert prefixed not in cluster.admin.describe_acls(other, request_timeout=20).result(20)
+    # Kafka's znode, Kafka's JSON
+    raw = cluster.zk.read(f"/kafka-acl-extended/prefixed/Topic/{topic}")
+    assert raw is not None and json.loads(raw[0]) == {
+        "version": 1, "acls": [{"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}]}
+    by_bob = CkAclBindingFilter(CkResource.GROUP, None, CkPattern.ANY, "User:bob", None, CkOp.ANY, CkPerm.ANY)
+    deleted = cluster.admin.delete_acls([by_bob], request_timeout=20)[by_bob].result(20)
+    assert deleted == [denied]
+    found = cluster.admin.describe_acls(everything, request_timeout=20).result(20)
+    assert denied not in found and prefixed in found
+    assert cluster.zk.read("/kafka-acl/Group/g1") is None
+
+
+def test_producer_without_write_gets_topic_authorization_failed(cluster: Cluster) -> None:
+    topic = cluster.topic(leader=1)
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, topic), allow(AclOperation.READ))  # Describe, not Write
+    producer = Producer({"bootstrap.servers": cluster.brokers[1].bootstrap, "message.timeout.ms": 10000})
+    failures: list[KafkaError] = []
+    producer.produce(topic, b"refused", on_delivery=lambda err, _msg: err and failures.append(err))
+    producer.flush(20)
+    assert [e.code() for e in failures] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    # nothing was written
+    answer = cluster.request(1, ApiKey.LIST_OFFSETS, 1, {"replica_id": -1, "topics": [
+        {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    assert answer["topics"][0]["partitions"][0]["offset"] == 0
+
+
+def test_consumer_group_needs_read_on_its_group_and_a_prefix_grants_exactly_it(cluster: Cluster) -> None:
+    from confluent_kafka import Consumer
+    from kafka import KafkaConsumer
+
+    topic = cluster.topic(leader=1)
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, topic), allow(AclOperation.READ), allow(AclOperation.WRITE))
+    producer = Producer({"bootstrap.servers": cluster.brokers[1].bootstrap})
+    for i in range(3):
+        producer.produce(topic, b"r%d" % i)
+    assert producer.flush(20) == 0
+    prefix = f"team-{uuid.uuid4().hex[:6]}-"
+    while not {cluster.coordinator(prefix + "a"), cluster.coordinator(prefix[:-1])} <= {1, 2}:
+        prefix = f"team-{uuid.uuid4().hex[:6]}-"  # coordinated by brokers 3 or 4, the group would be open
+
+    def refused(group: str) -> list[int]:
+        """confluent-kafka's consumer in ``group``: the errors it reports (no record may come)."""
+        consumer = Consumer({"bootstrap.servers": cluster.brokers[1].bootstrap, "group.id": group,
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic])
+        errors: list[int] = []
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not errors:
+                msg = consumer.poll(0.5)
+                if msg is not None:
+                    assert msg.error() is not None, "a refused group read a record"
+                    errors.append(msg.error().code())
+        finally:
+            consumer.close()
+        return errors
+
+    assert refused(prefix + "a") == [KafkaError.GROUP_AUTHORIZATION_FAILED]
+    cluster.grant(ResourcePattern(ResourceType.GROUP, prefix, PatternType.PREFIXED), allow(AclOperation.READ))
+    consumer = KafkaConsumer(topic, bootstrap_servers=cluster.brokers[1].bootstrap, group_id=prefix + "a",
+                             auto_offset_reset="earliest", consumer_timeout_ms=4000, api_version=(2, 5))
+    try:
+        assert [m.value for m in consumer] == [b"r0", b"r1", b"r2"]
+        consumer.commit()
+    finally:
+        consumer.close()
+    # the prefix without its last character is not under it
+    assert refused(prefix[:-1]) == [KafkaError.GROUP_AUTHORIZATION_FAILED]
+
+
+def test_group_apis_at_the_coordinator_check_group_and_topic(cluster: Cluster) -> None:
+    topic, unread = cluster.topic(leader=1), cluster.topic(leader=1)
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, topic), allow(AclOperation.READ))
+    group, open_group = f"raw-{uuid.uuid4().hex[:6]}", f"raw-{uuid.uuid4().hex[:6]}"
+    while cluster.coordinator(group) not in (1, 2) or cluster.coordinator(open_group) not in (1, 2):
+        group, open_group = f"raw-{uuid.uuid4().hex[:6]}", f"raw-{uuid.uuid4().hex[:6]}"
+    cluster.grant(ResourcePattern(ResourceType.GROUP, open_group), allow(AclOperation.READ))
+
+    def join(g: str) -> int:
+        body = {"group_id": g, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]}
+        return int(cluster.request(cluster.coordinator(g), ApiKey.JOIN_GROUP, 1, body)["error_code"])
+
+    def commit(g: str) -> dict[str, int]:
+        body = {"group_id": g, "generation_id": -1, "member_id": "", "retention_time_ms": -1, "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 0, "committed_metadata": ""}]}
+            for t in (topic, unread)]}
+        answer = cluster.request(cluster.coordinator(g), ApiKey.OFFSET_COMMIT, 2, body)
+        return {t["name"]: t["partitions"][0]["error_code"] for t in answer["topics"]}
+
+    assert join(group) == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert commit(group) == {topic: ErrorCode.GROUP_AUTHORIZATION_FAILED, unread: ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    assert commit(open_group) == {topic: ErrorCode.NONE, unread: ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    # offsets of a topic the principal may no longer Describe: left out of "all", refused by name
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, unread), allow(AclOperation.READ))
+    assert commit(open_group) == {topic: ErrorCode.NONE, unread: ErrorCode.NONE}
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, unread),
+                  AccessControlEntry(ANONYMOUS, "*", AclOperation.DESCRIBE, AclPermissionType.DENY))
+
+    def fetch(topics: list[dict] | None) -> dict[str, int]:
+        body = {"group_id": open_group, "topics": topics}
+        answer = cluster.request(cluster.coordinator(open_group), ApiKey.OFFSET_FETCH, 2, body)
+        return {t["name"]: t["partitions"][0]["error_code"] for t in answer["topics"]}
+
+    assert fetch(None) == {topic: ErrorCode.NONE}
+    named = fetch([{"name": t, "partition_indexes": [0]} for t in (topic, unread)])
+    assert named == {topic: ErrorCode.NONE, unread: ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_metadata_hides_topics_the_principal_may_not_describe(cluster: Cluster) -> None:
+    shown, hidden = cluster.topic(leader=1), cluster.topic(leader=1)
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, shown), allow(AclOperation.DESCRIBE))
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, hidden), allow(AclOperation.READ, principal="User:alice"))
+    listed = cluster.metadata(1, None)
+    assert isinstance(listed, list) and shown in listed and hidden not in listed
+    assert cluster.metadata(1, hidden) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    # a super user (broker 3) sees everything
+    wait_until(lambda: cluster.metadata(3, hidden) == ErrorCode.NONE, 5, what="broker 3 knows the topic")
+    # allow.everyone.if.no.acl.found (broker 4) opens topics without any ACL, not those with one
+    bare = cluster.topic(leader=1)
+    wait_until(lambda: cluster.metadata(4, bare) == ErrorCode.NONE, 5, what="broker 4 opens a topic without ACLs")
+    assert cluster.metadata(4, hidden) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert cluster.metadata(1, bare) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_deny_wins_and_a_super_user_bypasses_it(cluster: Cluster) -> None:
+    prefix = f"deny-{uuid.uuid4().hex[:6]}-"
+    refused, bypassed = cluster.topic(leader=1, prefix=prefix), cluster.topic(leader=3, prefix=prefix)
+    deny = AccessControlEntry(ANONYMOUS, "*", AclOperation.WRITE, AclPermissionType.DENY)
+    everything = ResourcePattern(ResourceType.TOPIC, prefix, PatternType.PREFIXED)
+    cluster.grant(everything, allow(AclOperation.ALL), deny)
+    outcomes = {}
+    for topic, leader in ((refused, 1), (bypassed, 3)):
+        producer = Producer({"bootstrap.servers": cluster.brokers[leader].bootstrap, "message.timeout.ms": 10000})
+        failures: list[KafkaError] = []
+        producer.produce(topic, b"x", on_delivery=lambda err, _msg, failures=failures: err and failures.append(err))
+        producer.flush(20)
+        outcomes[topic] = [e.code() for e in failures]
+    assert outcomes == {refused: [KafkaError.TOPIC_AUTHORIZATION_FAILED], bypassed: []}
+
+
+def _logbus(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "broker.cli", "acls", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_logbus_acls_round_trip_through_brokers_and_zookeeper(cluster: Cluster) -> None:
+    topic = f"tool-{uuid.uuid4().hex[:8]}"
+    via_broker = ["--bootstrap-server", cluster.brokers[2].bootstrap]
+    via_zk = ["--authorizer-properties", f"zookeeper.connect={cluster.connect}"]
+    header = f"Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name={topic}, patternType=PREFIXED)`: "
+    entry = " \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW) "
+
+    added = _logbus(*via_broker, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                    "--topic", topic, "--resource-pattern-type", "prefixed")
+    assert added.returncode == 0, added.stderr
+    assert header in added.stdout.splitlines() and entry in added.stdout.splitlines()
+    listed = _logbus(*via_zk, "--list", "--topic", topic, "--resource-pattern-type", "prefixed")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[:2] == [header, entry]
+
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = _logbus(*via_zk, "--add", "--allow-principal", "User:bob", "--consumer", "--topic", topic, "--group", group)
+    assert consumer.returncode == 0, consumer.stderr
+    wait_until(lambda: f"name={group}," in _logbus(*via_broker, "--list", "--principal", "User:bob").stdout, 5,
+               what="broker 2 lists the ACLs written to ZooKeeper")
+    listed = _logbus(*via_broker, "--list", "--principal", "User:bob").stdout
+    for op in ("READ", "DESCRIBE"):
+        assert f"(principal=User:bob, host=*, operation={op}, permissionType=ALLOW)" in listed
+
+    removed = _logbus(*via_zk, "--remove", "--force", "--topic", topic, "--resource-pattern-type", "prefixed")
+    assert removed.returncode == 0, removed.stderr
+    assert "Removing ACLs for resource `ResourcePattern(resourceType=TOPIC" in removed.stdout
+    removed = _logbus(*via_broker, "--remove", "--force", "--allow-principal", "User:bob", "--topic", topic, "--group", group)
+    assert removed.returncode == 0, removed.stderr
+    wait_until(lambda: _logbus(*via_broker, "--list", "--topic", topic, "--resource-pattern-type", "any").stdout == "", 5,
+               what="no ACL of the topic left")
+    assert _logbus(*via_zk, "--list", "--group", group).stdout == ""
+
+    bad = _logbus(*via_broker, "--add", "--allow-principal", "alice", "--topic", topic)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "User:alice" in bad.stderr
