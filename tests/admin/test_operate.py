@@ -434,3 +434,24 @@ def test_preferred_leader_election_with_logbus_and_librdkafka(cluster: Cluster) 
     [not_needed] = unclean.values()
     assert not_needed is not None and not_needed.code() == KafkaError.ELECTION_NOT_NEEDED
     cluster.produce(name, 5)  # the elected leaders serve
+
+
+def test_acl_apis_answer_security_disabled_without_an_authorizer(cluster: Cluster) -> None:
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, KafkaAdminClient, ResourcePatternFilter
+    from kafka.admin import ACLResourcePatternType as Pattern
+    from kafka.admin import ResourceType as KpResource
+    from kafka.errors import SecurityDisabledError
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        with pytest.raises(SecurityDisabledError):
+            admin.describe_acls(ACLFilter(None, "*", ACLOperation.ANY, ACLPermissionType.ANY,
+                                          ResourcePatternFilter(KpResource.ANY, None, Pattern.ANY)))
+    finally:
+        admin.close()
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+                         AclPermissionType.ALLOW)
+    with pytest.raises(Exception) as refused:
+        cluster.admin().create_acls([binding], request_timeout=20)[binding].result(20)
+    assert refused.value.args[0].code() == KafkaError.SECURITY_DISABLED

@@ -356,3 +356,100 @@ def test_logbus_acls_round_trip_through_brokers_and_zookeeper(cluster: Cluster) 
 
     bad = _logbus(*via_broker, "--add", "--allow-principal", "alice", "--topic", topic)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "User:alice" in bad.stderr
+
+
+def _partition_error(answer: dict, topics: str = "topics", partitions: str = "partitions") -> int:
+    return int(answer[topics][0][partitions][0]["error_code"])
+
+
+#: API -> (version, body for topic T / group G, the error code the answer carries). Neither T nor G has an ACL.
+TOPIC_AND_GROUP_REFUSALS = {
+    "ListOffsets": (ApiKey.LIST_OFFSETS, 1, lambda t, g: {"replica_id": -1, "topics": [
+        {"name": t, "partitions": [{"partition_index": 0, "timestamp": -1}]}]}, _partition_error),
+    "Fetch": (ApiKey.FETCH, 4, lambda t, g: {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                                             "isolation_level": 0, "topics": [{"topic": t, "partitions": [
+                                                 {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]},
+              lambda a: int(a["responses"][0]["partitions"][0]["error_code"])),
+    "OffsetForLeaderEpoch": (ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, lambda t, g: {"topics": [
+        {"topic": t, "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]}, _partition_error),
+    "DeleteRecords": (ApiKey.DELETE_RECORDS, 0, lambda t, g: {"topics": [
+        {"name": t, "partitions": [{"partition_index": 0, "offset": 0}]}], "timeout_ms": 5000}, _partition_error),
+    "CreatePartitions": (ApiKey.CREATE_PARTITIONS, 0, lambda t, g: {"topics": [{"name": t, "count": 2, "assignments": None}],
+                                                                   "timeout_ms": 5000, "validate_only": True},
+                         lambda a: int(a["results"][0]["error_code"])),
+    "DeleteTopics": (ApiKey.DELETE_TOPICS, 1, lambda t, g: {"topic_names": [t], "timeout_ms": 5000},
+                     lambda a: int(a["responses"][0]["error_code"])),
+    "DescribeConfigs": (ApiKey.DESCRIBE_CONFIGS, 1, lambda t, g: {"resources": [
+        {"resource_type": 2, "resource_name": t, "configuration_keys": None}], "include_synonyms": False},
+        lambda a: int(a["results"][0]["error_code"])),
+    "IncrementalAlterConfigs": (ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, lambda t, g: {"resources": [
+        {"resource_type": 2, "resource_name": t, "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1"}]}],
+        "validate_only": True}, lambda a: int(a["responses"][0]["error_code"])),
+    "DescribeGroups": (ApiKey.DESCRIBE_GROUPS, 1, lambda t, g: {"groups": [g]}, lambda a: int(a["groups"][0]["error_code"])),
+    "DeleteGroups": (ApiKey.DELETE_GROUPS, 0, lambda t, g: {"groups_names": [g]}, lambda a: int(a["results"][0]["error_code"])),
+    "OffsetDelete": (ApiKey.OFFSET_DELETE, 0, lambda t, g: {"group_id": g, "topics": [
+        {"name": t, "partitions": [{"partition_index": 0}]}]}, lambda a: int(a["error_code"])),
+    "Heartbeat": (ApiKey.HEARTBEAT, 1, lambda t, g: {"group_id": g, "generation_id": 1, "member_id": "m"},
+                  lambda a: int(a["error_code"])),
+    "SyncGroup": (ApiKey.SYNC_GROUP, 1, lambda t, g: {"group_id": g, "generation_id": 1, "member_id": "m", "assignments": []},
+                  lambda a: int(a["error_code"])),
+    "LeaveGroup": (ApiKey.LEAVE_GROUP, 1, lambda t, g: {"group_id": g, "member_id": "m"}, lambda a: int(a["error_code"])),
+}
+
+
+def test_every_api_refuses_a_topic_or_group_without_acl(cluster: Cluster) -> None:
+    topic = cluster.topic(leader=1)
+    group = f"none-{uuid.uuid4().hex[:6]}"
+    while cluster.coordinator(group) != 1:
+        group = f"none-{uuid.uuid4().hex[:6]}"
+    answers = {}
+    for name, (api, version, body, code_of) in TOPIC_AND_GROUP_REFUSALS.items():
+        answers[name] = ErrorCode(code_of(cluster.request(1, api, version, body(topic, group))))
+    expected = {name: ErrorCode.GROUP_AUTHORIZATION_FAILED if api in (
+        ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.HEARTBEAT, ApiKey.SYNC_GROUP,
+        ApiKey.LEAVE_GROUP) else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        for name, (api, *_rest) in TOPIC_AND_GROUP_REFUSALS.items()}
+    assert answers == expected
+    assert topic in cluster.log_dir_topics(1)  # DeleteTopics deleted nothing
+
+
+def test_cluster_apis_refused_without_their_cluster_operation(cluster: Cluster) -> None:
+    """ANONYMOUS denied Alter, Describe, Create and ClusterAction on the cluster for a moment (the
+    module's topics have one replica: nothing replicates meanwhile)."""
+    topic = cluster.topic(leader=1)
+    cluster_pattern = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME)
+    denials = [AccessControlEntry(ANONYMOUS, "*", op, AclPermissionType.DENY) for op in (
+        AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CREATE, AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS)]
+    acl_filter = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None,
+                  "host_filter": None, "operation": 1, "permission_type": 1}
+    from broker.cluster.acls import remove_acls
+    from broker.security.acl import AclBindingFilter
+
+    add_acls(cluster.zk, [AclBinding(cluster_pattern, e) for e in denials])
+    try:
+        wait_until(lambda: cluster.request(1, ApiKey.DESCRIBE_ACLS, 1, acl_filter)["error_code"]
+                   == ErrorCode.CLUSTER_AUTHORIZATION_FAILED, 5, what="broker 1 applies the denials")
+        created = cluster.request(1, ApiKey.CREATE_TOPICS, 2, {"topics": [
+            {"name": f"new-{uuid.uuid4().hex[:6]}", "num_partitions": 1, "replication_factor": 1, "assignments": [],
+             "configs": []}], "timeout_ms": 5000, "validate_only": True})
+        assert created["topics"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elected = cluster.request(1, ApiKey.ELECT_LEADERS, 0, {"topic_partitions": [{"topic": topic, "partitions": [0]}],
+                                                              "timeout_ms": 5000})
+        assert elected["replica_election_results"][0]["partition_result"][0]["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert cluster.request(1, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": None})["results"] == []
+        configs = cluster.request(1, ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [
+            {"resource_type": 4, "resource_name": "1", "configuration_keys": None}], "include_synonyms": False})
+        assert configs["results"][0]["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        body = {"creations": [{"resource_type": 2, "resource_name": topic, "resource_pattern_type": 3,
+                               "principal": ANONYMOUS, "host": "*", "operation": 3, "permission_type": 3}]}
+        assert cluster.request(1, ApiKey.CREATE_ACLS, 1, body)["results"][0]["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        follower = cluster.request(1, ApiKey.FETCH, 4, {
+            "replica_id": 2, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        assert follower["responses"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        remove_acls(cluster.zk, [AclBindingFilter(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL,
+                                                  permission_type=AclPermissionType.DENY)])
+    wait_until(lambda: all(cluster.request(b, ApiKey.DESCRIBE_ACLS, 1, acl_filter)["error_code"] == ErrorCode.NONE
+                           for b in (1, 2)), 5, what="the denials lifted")
