@@ -354,6 +354,25 @@ def test_logbus_acls_round_trip_through_brokers_and_zookeeper(cluster: Cluster) 
                what="no ACL of the topic left")
     assert _logbus(*via_zk, "--list", "--group", group).stdout == ""
 
+    producer = _logbus(*via_zk, "--add", "--allow-principal", "User:app", "--producer", "--idempotent",
+                       "--topic", topic, "--deny-principal", "User:eve", "--deny-host", "10.0.0.9")
+    assert producer.returncode == 0, producer.stderr
+    raw = cluster.zk.read("/kafka-acl/Cluster/kafka-cluster")
+    assert raw is not None
+    assert {"principal": "User:app", "permissionType": "Allow", "operation": "IdempotentWrite", "host": "*"} in json.loads(
+        raw[0])["acls"]
+    listed = _logbus(*via_broker, "--list", "--topic", topic).stdout
+    for op in ("WRITE", "DESCRIBE", "CREATE"):
+        assert f"(principal=User:app, host=*, operation={op}, permissionType=ALLOW)" in listed
+        assert f"(principal=User:eve, host=10.0.0.9, operation={op}, permissionType=DENY)" in listed
+    kept = subprocess.run([sys.executable, "-m", "broker.cli", "acls", *via_broker, "--remove", "--topic", topic],
+                          input="n\n", capture_output=True, text=True, timeout=60)
+    assert kept.returncode == 0 and "Are you sure" in kept.stdout
+    assert _logbus(*via_broker, "--list", "--topic", topic).stdout == listed
+    assert _logbus(*via_broker, "--remove", "--force", "--topic", topic).returncode == 0
+    assert _logbus(*via_zk, "--remove", "--force", "--allow-principal", "User:app", "--cluster").returncode == 0
+    assert '"User:app"' not in (cluster.zk.read("/kafka-acl/Cluster/kafka-cluster") or (b"",))[0].decode()
+
     bad = _logbus(*via_broker, "--add", "--allow-principal", "alice", "--topic", topic)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "User:alice" in bad.stderr
 
