@@ -71,8 +71,8 @@ REQUIRED: dict[ApiKey, Required] = {
     ApiKey.DELETE_ACLS: Required(CLUSTER, Op.ALTER),
 }
 
-#: A follower's Fetch (replica_id >= 0) is inter-broker traffic.
-FOLLOWER_FETCH = Required(CLUSTER, Op.CLUSTER_ACTION)
+#: A follower's Fetch and OffsetForLeaderEpoch (replica_id >= 0) are inter-broker traffic.
+INTER_BROKER = Required(CLUSTER, Op.CLUSTER_ACTION)
 #: OffsetCommit and OffsetDelete touch only topics the group may read.
 GROUP_TOPIC_READ = Required(TOPIC, Op.READ)
 #: OffsetFetch answers only topics the principal may describe.

@@ -430,6 +430,33 @@ def test_every_api_refuses_a_topic_or_group_without_acl(cluster: Cluster) -> Non
         for name, (api, *_rest) in TOPIC_AND_GROUP_REFUSALS.items()}
     assert answers == expected
     assert topic in cluster.log_dir_topics(1)  # DeleteTopics deleted nothing
+    # a follower's OffsetForLeaderEpoch needs ClusterAction on the cluster (granted), not the topic
+    assert _follower_epoch(cluster, topic) == ErrorCode.NONE
+
+
+def _follower_epoch(cluster: Cluster, topic: str) -> int:
+    answer = cluster.request(1, ApiKey.OFFSET_FOR_LEADER_EPOCH, 3, {"replica_id": 2, "topics": [
+        {"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]})
+    return _partition_error(answer)
+
+
+def test_replication_needs_only_cluster_action(cluster: Cluster) -> None:
+    """A topic on brokers 1 and 2 replicates with ANONYMOUS holding ClusterAction on the cluster and,
+    on the topic, only Write for the producer: acks=all completes once the follower has fetched."""
+    name = f"repl-{uuid.uuid4().hex[:8]}"
+    cluster.admin.create_topics([NewTopic(name, 1, replica_assignment=[[1, 2]])], operation_timeout=20)[name].result(30)
+    wait_until(lambda: name in cluster.log_dir_topics(2), 10, what="the follower's log")
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, name), allow(AclOperation.WRITE))
+    producer = Producer({"bootstrap.servers": cluster.brokers[1].bootstrap, "acks": "all", "message.timeout.ms": 15000})
+    failures: list[KafkaError] = []
+    for i in range(5):
+        producer.produce(name, b"r%d" % i, on_delivery=lambda err, _msg: err and failures.append(err))
+    assert producer.flush(20) == 0 and failures == []
+    def follower_bytes() -> int:
+        answer = cluster.request(2, ApiKey.DESCRIBE_LOG_DIRS, 1, {"topics": [{"topic": name, "partitions": [0]}]})
+        return sum(p["partition_size"] for r in answer["results"] for t in r["topics"] for p in t["partitions"])
+
+    wait_until(lambda: follower_bytes() > 0, 5, what="the records on the follower")
 
 
 def test_cluster_apis_refused_without_their_cluster_operation(cluster: Cluster) -> None:
@@ -467,6 +494,7 @@ def test_cluster_apis_refused_without_their_cluster_operation(cluster: Cluster) 
             "replica_id": 2, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
             "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
         assert follower["responses"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert _follower_epoch(cluster, topic) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     finally:
         remove_acls(cluster.zk, [AclBindingFilter(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL,
                                                   permission_type=AclPermissionType.DENY)])

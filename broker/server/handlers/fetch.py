@@ -19,7 +19,7 @@ from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
 from broker.protocol.records.legacy import FETCH_MAGIC, down_convert
-from broker.security.api_acls import FOLLOWER_FETCH
+from broker.security.api_acls import INTER_BROKER
 from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.replica_manager import FetchedPartition, FetchResult, FetchWanted
@@ -46,7 +46,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
     replica_id = request["replica_id"]
     who = requester(broker)
     if replica_id >= 0:  # a follower: inter-broker, ClusterAction on the cluster
-        denied = [] if who.may(FOLLOWER_FETCH) else wanted
+        denied = [] if who.may(INTER_BROKER) else wanted
     else:
         denied = [w for w in wanted if not who.may_api(ApiKey.FETCH, w.topic)]
     if denied:

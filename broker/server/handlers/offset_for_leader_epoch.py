@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from broker.protocol.errors import ErrorCode
+from broker.protocol.errors import ClusterAuthorizationFailedError, ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
-from broker.security.api_acls import REQUIRED
+from broker.security.api_acls import INTER_BROKER, REQUIRED
 from broker.server.authz import requester
 from broker.server.dispatch import Handler
-from broker.server.handlers.per_partition import answer_partitions
+from broker.server.handlers.per_partition import LeaderLookup, answer_partitions
 from broker.server.partition import Partition
 
 if TYPE_CHECKING:
@@ -22,8 +22,17 @@ if TYPE_CHECKING:
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
-    leader = requester(broker).guard(REQUIRED[ApiKey.OFFSET_FOR_LEADER_EPOCH], broker.replicas.leader_partition)
+    who = requester(broker)
+    leader: LeaderLookup
+    if request.get("replica_id", -1) >= 0:  # a follower (v3+): ClusterAction on the cluster, as Kafka
+        leader = broker.replicas.leader_partition if who.may(INTER_BROKER) else _cluster_refused
+    else:
+        leader = who.guard(REQUIRED[ApiKey.OFFSET_FOR_LEADER_EPOCH], broker.replicas.leader_partition)
     return answer_partitions(request["topics"], "topic", "partition", leader, _blank, _lookup)
+
+
+def _cluster_refused(topic: str, partition: int) -> Partition:
+    raise ClusterAuthorizationFailedError("a follower's OffsetForLeaderEpoch needs ClusterAction on the cluster")
 
 
 def _blank(part: dict) -> dict[str, Any]:
