@@ -32,6 +32,11 @@ class Requester:
     principal: str
     host: str | None
 
+    @property
+    def checks(self) -> bool:
+        """Whether anything is checked (an authorizer is configured): the hot paths skip their loops if not."""
+        return self.authorizer is not None
+
     def may(self, required: Required, name: str = CLUSTER_NAME) -> bool:
         """Whether the operation ``required`` is allowed on resource ``name`` (the cluster by default)."""
         if self.authorizer is None:
