@@ -470,7 +470,28 @@ def test_cluster_apis_refused_without_their_cluster_operation(cluster: Cluster) 
     acl_filter = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None,
                   "host_filter": None, "operation": 1, "permission_type": 1}
     from broker.cluster.acls import remove_acls
+    from broker.cluster.zkdata import ConsumerOffsetZNode
     from broker.security.acl import AclBindingFilter
+
+    # ListGroups: a group ANONYMOUS may describe, and one with offsets it may not (written straight to ZooKeeper)
+    shown, hidden = f"lg-{uuid.uuid4().hex[:6]}", f"lg-{uuid.uuid4().hex[:6]}"
+    while cluster.coordinator(shown) != 1 or cluster.coordinator(hidden) != 1:
+        shown, hidden = f"lg-{uuid.uuid4().hex[:6]}", f"lg-{uuid.uuid4().hex[:6]}"
+    cluster.grant(ResourcePattern(ResourceType.GROUP, shown), allow(AclOperation.DESCRIBE))
+    for g in (shown, hidden):
+        cluster.zk.create(ConsumerOffsetZNode.path(g, topic, 0), ConsumerOffsetZNode.encode(0))
+
+    def listed() -> set[str]:
+        return {g["group_id"] for g in cluster.request(1, ApiKey.LIST_GROUPS, 1, {})["groups"]} & {shown, hidden}
+
+    assert listed() == {shown, hidden}  # Describe on the cluster lists every group
+    # Metadata's auto-creation: ANONYMOUS may describe the name, but creating needs Create
+    auto = f"auto-{uuid.uuid4().hex[:6]}"
+    cluster.grant(ResourcePattern(ResourceType.TOPIC, auto), allow(AclOperation.DESCRIBE))
+
+    def auto_create() -> int:
+        body = {"topics": [{"name": auto}], "allow_auto_topic_creation": True}
+        return int(cluster.request(1, ApiKey.METADATA, 8, body)["topics"][0]["error_code"])
 
     add_acls(cluster.zk, [AclBinding(cluster_pattern, e) for e in denials])
     try:
@@ -495,8 +516,13 @@ def test_cluster_apis_refused_without_their_cluster_operation(cluster: Cluster) 
             "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
         assert follower["responses"][0]["partitions"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert _follower_epoch(cluster, topic) == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        assert listed() == {shown}
+        assert auto_create() == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert cluster.metadata(3, auto) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # not created
     finally:
         remove_acls(cluster.zk, [AclBindingFilter(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL,
                                                   permission_type=AclPermissionType.DENY)])
     wait_until(lambda: all(cluster.request(b, ApiKey.DESCRIBE_ACLS, 1, acl_filter)["error_code"] == ErrorCode.NONE
                            for b in (1, 2)), 5, what="the denials lifted")
+    assert auto_create() in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE)  # Create on the cluster: created
+    wait_until(lambda: cluster.metadata(3, auto) == ErrorCode.NONE, 10, what="the auto-created topic")
