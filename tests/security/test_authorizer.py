@@ -189,3 +189,34 @@ def test_authorizer_class_names():
         check_authorizer_class_name(name)
     with pytest.raises(ValueError):
         check_authorizer_class_name("org.example.Other")
+
+
+def test_requester_judges_the_requests_principal_and_host():
+    """What a handler asks (broker.server.authz): the principal and host the connection set while
+    dispatching, judged against the API's requirement (api_acls.REQUIRED)."""
+    from types import SimpleNamespace
+
+    from broker.protocol.api_keys import ApiKey
+    from broker.protocol.errors import GroupAuthorizationFailedError
+    from broker.security.api_acls import ANY_TOPIC_WRITE, INTER_BROKER, REQUIRED
+    from broker.server.authz import requester
+
+    a = authorizer({
+        topic("t"): [allow(ALICE, Op.WRITE, host="10.0.0.1")],
+        ResourcePattern(T.GROUP, "g"): [allow(BOB, Op.READ)],
+        ResourcePattern(T.CLUSTER, "kafka-cluster"): [allow("User:broker", Op.CLUSTER_ACTION)],
+    })
+
+    def who(principal: str, host: str = "10.0.0.1"):
+        return requester(SimpleNamespace(authorizer=a, request_principal=principal, request_peer_host=host))
+
+    assert who(ALICE).may_api(ApiKey.PRODUCE, "t") and who(ALICE).may_api(ApiKey.METADATA, "t")
+    assert not who(ALICE, "10.0.0.2").may_api(ApiKey.PRODUCE, "t")
+    assert not who(ALICE).may_api(ApiKey.FETCH, "t")
+    assert who(BOB).may_api(ApiKey.JOIN_GROUP, "g") and who(BOB).may_api(ApiKey.FIND_COORDINATOR, "g")
+    assert isinstance(who(ALICE).refusal(REQUIRED[ApiKey.JOIN_GROUP], "g"), GroupAuthorizationFailedError)
+    assert who("User:broker").may(INTER_BROKER) and not who(ALICE).may(INTER_BROKER)
+    assert who(ALICE).may_any(ANY_TOPIC_WRITE) and not who(BOB).may_any(ANY_TOPIC_WRITE)
+    open_everything = requester(SimpleNamespace(authorizer=None, request_principal=ALICE, request_peer_host=None))
+    assert open_everything.may_api(ApiKey.DELETE_TOPICS, "t") and not open_everything.checks
+
