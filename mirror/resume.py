@@ -42,7 +42,7 @@ log = logging.getLogger("mirror.resume")
 SCAN_WINDOW = 2000  # records read per step back
 FETCH_BYTES = 4 * 1024 * 1024  # bytes asked for per fetch within a window
 DEFAULT_SCAN_MAX_RECORDS = 100_000
-PROBE_BYTES = 256 * 1024  # bytes asked for per fetch by a forward probe (it usually stops early)
+PROBE_BYTES = 32 * 1024  # a forward probe's first fetch (it usually stops at its first records)
 
 
 class ScanBoundExceeded(Exception):
@@ -168,10 +168,12 @@ class TailScanner:
 
     def _origins(self, consumer: SimpleConsumer, target: str, target_partition: int, lo: int, hi: int,
                  fetch_bytes: int) -> Iterator[tuple[int, Origin | None]]:
-        """(target offset, last origin or None) of each record in ``[lo, hi)``, reading forwards."""
+        """(target offset, last origin or None) of each record in ``[lo, hi)``, reading forwards;
+        the first fetch asks for ``fetch_bytes``, each next one for four times more (up to FETCH_BYTES)."""
         offset = lo
         while offset < hi:
             messages = consumer.fetch(target, target_partition, offset, fetch_bytes)
+            fetch_bytes = min(FETCH_BYTES, fetch_bytes * 4)
             if not messages:
                 return
             for m in messages:
