@@ -47,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume.scan.max.records", dest="resume_scan_max_records", type=int, default=100_000,
                         metavar="N", help="records of each target partition's tail read back at a (re)start or "
                                           "takeover to resume exactly where the copies end (default 100000; 0: off)")
+    parser.add_argument("--sync.group.offsets", dest="sync_group_offsets", action="store_true",
+                        help="translate the sources' consumer groups' offsets into the aggregate cluster every "
+                             "--sync.group.offsets.interval.ms (groups inactive there; only moved forward)")
+    parser.add_argument("--sync.group.offsets.interval.ms", dest="sync_group_offsets_interval_ms", type=int,
+                        default=60000, metavar="MS", help="how often --sync.group.offsets runs (default 60000)")
     parser.add_argument("--status", action="store_true",
                         help="print the status (rate, lag per source and topic) of a running mirror and exit")
     parser.add_argument("--json", action="store_true", help="with --status: print the raw JSON")
@@ -78,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             status_file=args.status_file, target_replication_factor=args.target_replication_factor,
             metrics_port=args.metrics_port, metrics_host=args.metrics_host,
             resume_scan_max_records=args.resume_scan_max_records,
+            sync_group_offsets=args.sync_group_offsets,
+            sync_group_offsets_interval_ms=args.sync_group_offsets_interval_ms,
         )
     except ConfigError as exc:
         raise CommandError(str(exc)) from None

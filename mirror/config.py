@@ -76,6 +76,10 @@ MIRROR_CONFIG = ConfigDef(
         Key("resume.scan.max.records", Type.INT, DEFAULT_SCAN_MAX_RECORDS, Range(0),
             "Records of each target partition's tail read back to find where copying got to; 0: resume from "
             "the committed offsets (exact resume off)."),
+        Key("sync.group.offsets", Type.LENIENT_BOOLEAN, False,
+            doc="Translate the sources' consumer groups' offsets into the aggregate cluster, continuously "
+                "(groups inactive there; offsets only moved forward)."),
+        Key("sync.group.offsets.interval.ms", Type.INT, 60000, Range(100), "How often the group offsets are synced."),
         Key("mirror.source.name", Type.STRING, "", doc="(consumer file) A name for this source; default: the cluster id."),
         Key("topic.prefix", Type.STRING, "", doc="(consumer file) Put before this source's topic names in the aggregate."),
     ],
@@ -120,6 +124,8 @@ class MirrorConfig:
     metrics_port: int = MIRROR_CONFIG.default("metrics.port")  # Prometheus endpoint (GET /metrics); 0: off
     metrics_host: str = MIRROR_CONFIG.default("metrics.host")
     resume_scan_max_records: int = MIRROR_CONFIG.default("resume.scan.max.records")
+    sync_group_offsets: bool = MIRROR_CONFIG.default("sync.group.offsets")
+    sync_group_offsets_interval_ms: int = MIRROR_CONFIG.default("sync.group.offsets.interval.ms")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def topic_filter(self):
@@ -160,6 +166,8 @@ def build_config(
     metrics_port: int = 0,
     metrics_host: str | None = None,
     resume_scan_max_records: int = DEFAULT_SCAN_MAX_RECORDS,
+    sync_group_offsets: Any = False,
+    sync_group_offsets_interval_ms: int = 60000,
 ) -> MirrorConfig:
     """Validate the command line's choices and read the files; ConfigError names what is wrong."""
     if not consumer_configs:
@@ -182,6 +190,7 @@ def build_config(
         "status.file": status_file, "target.replication.factor": target_replication_factor,
         "metrics.port": metrics_port, "metrics.host": metrics_host,
         "resume.scan.max.records": resume_scan_max_records,
+        "sync.group.offsets": sync_group_offsets, "sync.group.offsets.interval.ms": sync_group_offsets_interval_ms,
     })
     prefixes = list(topic_prefixes or [])
     if len(prefixes) > len(consumer_configs):
@@ -235,4 +244,6 @@ def build_config(
         metrics_port=flags["metrics.port"],
         metrics_host=flags["metrics.host"] or DEFAULT_METRICS_HOST,
         resume_scan_max_records=flags["resume.scan.max.records"],
+        sync_group_offsets=flags["sync.group.offsets"],
+        sync_group_offsets_interval_ms=flags["sync.group.offsets.interval.ms"],
     )

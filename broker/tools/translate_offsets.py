@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,13 +45,53 @@ def read_source(path: str, group: str, timeout: float = 10.0) -> SourceGroup:
     if not Path(path).is_file():
         raise CommandError(f"--translate-from: file {path} does not exist")
     props = {k.strip(): str(v).strip() for k, v in load_properties(path).items()}
-    prefix = props.get("topic.prefix", "")
+    if not (props.get("zookeeper.connect") or props.get("bootstrap.servers") or props.get("metadata.broker.list")):
+        raise CommandError(f"--translate-from {path}: set zookeeper.connect or bootstrap.servers of the source cluster")
+    return read_source_props(props, group, props.get("topic.prefix", ""), timeout)
+
+
+def read_source_props(props: Mapping[str, str], group: str, prefix: str, timeout: float = 10.0) -> SourceGroup:
+    """The source side from a source's settings (``zookeeper.connect`` wins, as in the mirror)."""
     if props.get("zookeeper.connect"):
         return _read_zookeeper(props["zookeeper.connect"], group, prefix, timeout)
-    bootstrap = props.get("bootstrap.servers") or props.get("metadata.broker.list")
-    if not bootstrap:
-        raise CommandError(f"--translate-from {path}: set zookeeper.connect or bootstrap.servers of the source cluster")
-    return _read_bootstrap(bootstrap, group, prefix)
+    return _read_bootstrap(props.get("bootstrap.servers") or props.get("metadata.broker.list") or "", group, prefix)
+
+
+def source_groups(props: Mapping[str, str]) -> list[str]:
+    """The groups of a source cluster (a ZooKeeper source: every group under /consumers)."""
+    from broker.tools import coordinator_groups as cg
+
+    if props.get("zookeeper.connect"):
+        from broker.cluster.offset_store import ZkOffsetStore
+        from broker.tools import zookeeper_session
+
+        with zookeeper_session(props["zookeeper.connect"]) as zk:
+            return ZkOffsetStore(zk.kazoo).groups()
+    return cg.list_groups(props.get("bootstrap.servers") or props.get("metadata.broker.list") or "")
+
+
+def target_group(bootstrap: str, group: str) -> tuple[str, dict[TopicPartition, int]]:
+    """The group's state and committed offsets in the aggregate cluster (its coordinator)."""
+    from broker.tools import coordinator_groups as cg
+
+    brokers, _ = cg._cluster(bootstrap)
+    with cg._connect(cg._coordinator(bootstrap, brokers, group)) as conn:
+        described = _ask(conn, ApiKey.DESCRIBE_GROUPS, 4, {"groups": [group], "include_authorized_operations": False})
+        fetched = _ask(conn, ApiKey.OFFSET_FETCH, 5, {"group_id": group, "topics": None})
+    found = described["groups"][0]
+    if found["error_code"] != ErrorCode.NONE:
+        raise CommandError(f"describing group '{group}': {ErrorCode(found['error_code']).name}")
+    committed = {(t["name"], p["partition_index"]): p["committed_offset"]
+                 for t in fetched["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
+    return found["group_state"], committed
+
+
+def commit(bootstrap: str, group: str, rows: list[Row]) -> None:
+    """Commit the rows' offsets for ``group`` in the aggregate cluster (generation -1: an inactive group)."""
+    from broker.tools import coordinator_groups as cg
+
+    brokers, _ = cg._cluster(bootstrap)
+    reset_offsets._commit(brokers, bootstrap, group, {(r.topic, r.partition): r.offset for r in rows})
 
 
 def _read_bootstrap(bootstrap: str, group: str, prefix: str) -> SourceGroup:
@@ -105,7 +145,7 @@ class Row:
 
 
 def plan(source: SourceGroup, aggregate: str, group: str, topics: list[str],
-         max_records: int) -> list[Row]:
+         max_records: int, warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> list[Row]:
     """The translated offset of every target partition of the group's (chosen) topics."""
     from broker.tools import coordinator_groups as cg
     from mirror.resume import TailScanner
@@ -131,8 +171,7 @@ def plan(source: SourceGroup, aggregate: str, group: str, topics: list[str],
             if not target_parts:
                 if scope:
                     raise CommandError(f"Topic '{target}' does not exist in the aggregate cluster {aggregate}")
-                print(f"WARN: topic '{target}' does not exist in the aggregate cluster: '{topic}' is not translated",
-                      file=sys.stderr)
+                warn(f"WARN: topic '{target}' does not exist in the aggregate cluster: '{topic}' is not translated")
                 continue
             wanted_parts = scope.get(topic)
             committed = {p: c for (t, p), c in source.committed.items()
@@ -166,7 +205,6 @@ def format_rows(group: str, rows: list[Row]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """``consumer-groups --bootstrap-server AGG --group G --translate-from FILE [--topic T] [--execute]``."""
-    from broker.tools import coordinator_groups as cg
     from mirror.resume import DEFAULT_SCAN_MAX_RECORDS
 
     if not args.group:
@@ -177,18 +215,11 @@ def run(args: argparse.Namespace) -> int:
     rows = plan(source, args.bootstrap_server, args.group, args.topic, DEFAULT_SCAN_MAX_RECORDS)
     if args.execute:
         try:
-            brokers, _ = cg._cluster(args.bootstrap_server)
-            with cg._connect(cg._coordinator(args.bootstrap_server, brokers, args.group)) as conn:
-                described = _ask(conn, ApiKey.DESCRIBE_GROUPS, 4,
-                                         {"groups": [args.group], "include_authorized_operations": False})
-            state = described["groups"][0]["group_state"]
-            if described["groups"][0]["error_code"] != ErrorCode.NONE:
-                raise CommandError(f"describing group '{args.group}': "
-                                   f"{ErrorCode(described['groups'][0]['error_code']).name}")
+            state, _ = target_group(args.bootstrap_server, args.group)
             if state not in reset_offsets.INACTIVE_STATES:
                 raise CommandError(f"Assignments can only be reset if the group '{args.group}' is inactive, "
                                    f"but the current state is {state}.")
-            reset_offsets._commit(brokers, args.bootstrap_server, args.group, _offsets(rows))
+            commit(args.bootstrap_server, args.group, rows)
         except (OSError, BrokerConnectionError, KafkaError) as exc:
             raise CommandError(f"aggregate cluster {args.bootstrap_server}: {exc}") from exc
     elif not args.dry_run:
@@ -207,7 +238,3 @@ def _ask(conn: Any, api: ApiKey, version: int, body: dict) -> dict:
     if answer is None:
         raise CommandError(f"no answer to {api.name}")
     return answer
-
-
-def _offsets(rows: list[Row]) -> Mapping[TopicPartition, int]:
-    return {(r.topic, r.partition): r.offset for r in rows}

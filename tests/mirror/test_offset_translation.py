@@ -257,3 +257,51 @@ def test_unknown_group_and_topic_are_one_line(broker, tmp_path) -> None:
                            "--translate-from", str(source), "--topic", "nosuchtopic")
     assert unknown_topic.returncode == 1 and "nosuchtopic" in unknown_topic.stderr, unknown_topic
     assert len(unknown_topic.stderr.strip().splitlines()) == 1
+
+
+def test_the_mirror_syncs_group_offsets_forwards_only_with_sync_group_offsets(clusters, mirrors, tmp_path) -> None:
+    from broker.tools.translate_offsets import target_group
+
+    dc1, agg = clusters("dc1", **FAST_GROUPS), clusters("agg", **FAST_GROUPS)
+    topic = f"page-views.{uuid.uuid4().hex[:6]}"
+    dc1.create_topic(topic, 2)
+    producer = Producer({"bootstrap.servers": dc1.bootstrap, "acks": "all", "linger.ms": "5", "batch.size": "2048"})
+    for i in range(600):
+        producer.send(topic, f"dc1-{i}".encode(), f"k{i % 13}".encode())
+    producer.flush(30)
+    producer.close()
+    source = {"bootstrap.servers": dc1.bootstrap, "group.id": "mirror", "topic.prefix": "dc1.", **GROUP_SOURCE}
+    mirror = mirrors([source], {"bootstrap.servers": agg.bootstrap}, "--whitelist", r"page-views\..*",
+                     "--sync.group.offsets", "--sync.group.offsets.interval.ms", "300")
+    target = "dc1." + topic
+    wait_until(lambda: agg.partitions_ready(target, 2) and len(agg.read_all(target)) >= 600, 40, 0.3, what="copied")
+
+    group = f"views-{uuid.uuid4().hex[:6]}"
+    reader = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": group, "enable.auto.commit": False,
+                       "auto.offset.reset": "earliest", "max.partition.fetch.bytes": 4096})
+    reader.subscribe([topic])
+    first = _consume(reader, 300, 20)
+    reader.commit(asynchronous=False)
+    reader.close()
+    consumed = {(m.partition(), m.offset()) for m in first}
+    committed = {p: max(o for q, o in consumed if q == p) + 1 for p, _ in consumed}
+    at = {(m.partition, m.offset): origins(m.headers)[-1].offset for m in agg.read_all(target)}
+    # with a prefix the target partition holds only dc1's copies: target offset = source offset
+    expected = {(target, p): next(o for (q, o), origin in sorted(at.items()) if q == p and origin == c)
+                for p, c in committed.items()}
+    wait_until(lambda: target_group(agg.bootstrap, group)[1] == expected, 20, 0.3, what="the group's offsets synced")
+    assert target_group(agg.bootstrap, "mirror")[1] == {}  # the mirror's own group is not synced
+
+    failed_over = Consumer({"bootstrap.servers": agg.bootstrap, "group.id": group, "enable.auto.commit": False,
+                            "auto.offset.reset": "earliest"})
+    failed_over.subscribe([target])
+    rest = _consume(failed_over, 600 - len(consumed), 30)
+    failed_over.commit(asynchronous=False)
+    failed_over.close()
+    read = {(origins(m.headers())[-1].partition, origins(m.headers())[-1].offset) for m in rest}
+    assert len(read) == len(rest) == 600 - len(consumed) and not read & consumed
+    moved_on = target_group(agg.bootstrap, group)[1]
+    time.sleep(1.5)  # five sync intervals: the group's dc1 offsets are behind, so nothing is moved back
+    assert target_group(agg.bootstrap, group)[1] == moved_on
+    assert mirror.stop() == 0
+    assert "offsets synced into the aggregate cluster" in mirror.output()
