@@ -182,7 +182,7 @@ def plan(source: SourceGroup, aggregate: str, group: str, topics: list[str],
                 wanted = (source.cluster_id, topic, sp)
                 return lambda lo, hi: scanner.first_copy(target, tp, wanted, lo, hi)
 
-            count = source.partition_counts.get(topic, len(target_parts))
+            count = source.partition_counts.get(topic) or len(target_parts)  # source topic gone: as if kept
             for tp, t in translate_topic(probes, bounds, topic, count, committed).items():
                 rows.append(Row(target, tp, t.offset, t.source_topic, t.source_partition, t.committed, t.how))
     except (OSError, BrokerConnectionError, KafkaError) as exc:

@@ -1,7 +1,8 @@
 """Consumer offset translation with real brokers: the search against a real target partition where
 two source clusters' copies interleave (and a key-placed topic), and `logbus consumer-groups
 --translate-from`: a standard (confluent-kafka) group consumes half of a dc1 topic, commits, fails
-over to the aggregate cluster and reads exactly the other half there, compared by origin."""
+over to the aggregate cluster and reads exactly the other half there, compared by origin; a
+key-placed topic through the command; bad input; the mirror's --sync.group.offsets."""
 
 from __future__ import annotations
 
@@ -305,3 +306,47 @@ def test_the_mirror_syncs_group_offsets_forwards_only_with_sync_group_offsets(cl
     assert target_group(agg.bootstrap, group)[1] == moved_on
     assert mirror.stop() == 0
     assert "offsets synced into the aggregate cluster" in mirror.output()
+
+
+def test_key_placed_translation_through_the_command(broker, tmp_path) -> None:
+    """One broker plays both clusters: a source topic of 3 partitions, its copies placed by key in
+    a target topic of 2 (``topic.prefix``), the group's offsets committed on the source topic."""
+    source_topic = _topic(broker, 3)
+    _write(broker, source_topic, [(p, []) for p in range(3) for _ in range(20)])
+    target = "agg." + source_topic
+    from broker.client.admin import AdminClient
+
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topic(target, 2, 1, {})
+    wait_until(lambda: _ready(broker, target, 2), 20, what="target ready")
+    cid = cluster_id(broker)
+    copies = [((o * 7 + sp) % 2, _copy(cid, source_topic, sp, o)) for o in range(20) for sp in range(3)]
+    _write(broker, target, copies)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    committed = {0: 10, 1: 5, 2: 20}
+    c.commit(offsets=[TopicPartition(source_topic, p, o) for p, o in committed.items()], asynchronous=False)
+    c.close()
+    source = write_properties(tmp_path / "src.properties", {"bootstrap.servers": broker.bootstrap, "topic.prefix": "agg."})
+    out = logbus("consumer-groups", "--bootstrap-server", broker.bootstrap, "--group", group,
+                 "--translate-from", str(source), "--dry-run")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    rows = {int(r[2]): r for r in (line.split() for line in out.stdout.splitlines()[1:])}
+    assert set(rows) == {0, 1}
+    for tp in range(2):
+        log = _read(broker, target, tp)
+        first_unread = [next((m.offset for m in log if (o := origins(m.headers)[-1]).partition == sp
+                              and o.offset >= c), None) for sp, c in committed.items()]
+        assert int(rows[tp][3]) == min(x for x in first_unread if x is not None)
+        for sp, c in committed.items():  # nothing of any source partition skipped
+            placed = [o for o in _rest(log, 0, cid, sp) if o >= c]
+            assert set(placed) <= set(_rest(log, int(rows[tp][3]), cid, sp))
+        assert rows[tp][7] == "exact"
+
+
+def _ready(broker, topic: str, partitions: int) -> bool:
+    from broker.client.admin import AdminClient
+
+    with AdminClient(broker.bootstrap) as admin:
+        d = admin.describe_topics([topic])[0]
+    return len(d.partitions) == partitions and all(p.leader >= 0 for p in d.partitions)
