@@ -124,3 +124,22 @@ def test_kept_partitions_translate_only_the_committed_ones() -> None:
     result = translate_topic(lambda tp, sp: probe_of(logs[tp], ("dc1", sp)), bounds, "t", 3, {0: 4, 2: 10})
     assert {p: (t.offset, t.how, t.source_partition, t.committed) for p, t in result.items()} == {
         0: (4, EXACT, 0, 4), 2: (10, MIRROR_BEHIND, 2, 10)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_copies_written_twice_by_an_old_crash_still_never_ahead(data) -> None:
+    """Before exact resume a crash made the mirror copy again from its last commit: the origins of
+    one source partition run 0..a, then again from some r <= a + 1 on (each run without a gap).
+    The answer always follows a copy below the committed offset, so nothing is skipped: read now,
+    or copied later by the last run, which goes on from its last origin offset."""
+    runs: list[int] = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        restart = data.draw(st.integers(0, runs[-1] + 1 if runs else 0))  # at or before where the last run got
+        runs += list(range(restart, restart + data.draw(st.integers(1, 40))))
+    top = max(runs) + 1
+    log = interleave(data.draw, {("dc1", 0): runs, ("dc2", 0): list(range(30))}, 3)
+    committed = data.draw(st.integers(0, top + 2))
+    t = search(probe_of(log, ("dc1", 0)), 0, len(log), committed)
+    still_to_come = runs[-1] + 1
+    assert set(o for o in runs if committed <= o < still_to_come) <= set(copies_from(log, t.offset, ("dc1", 0)))
