@@ -53,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--refresh.topics.interval.ms", dest="refresh_topics_interval_ms", type=int, default=60000,
                         metavar="MS", help="add partitions added at a source to its target this often (default 60000; "
                                            "0: off)")
+    parser.add_argument("--sync.group.offsets", dest="sync_group_offsets", action="store_true",
+                        help="translate the sources' consumer groups' offsets into the aggregate cluster every "
+                             "--sync.group.offsets.interval.ms (groups inactive there; only moved forward)")
+    parser.add_argument("--sync.group.offsets.interval.ms", dest="sync_group_offsets_interval_ms", type=int,
+                        default=60000, metavar="MS", help="how often --sync.group.offsets runs (default 60000)")
     parser.add_argument("--status", action="store_true",
                         help="print the status (rate, lag per source and topic) of a running mirror and exit")
     parser.add_argument("--json", action="store_true", help="with --status: print the raw JSON")
@@ -86,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
             resume_scan_max_records=args.resume_scan_max_records,
             sync_topic_configs_interval_ms=args.sync_topic_configs_interval_ms,
             refresh_topics_interval_ms=args.refresh_topics_interval_ms,
+            sync_group_offsets=args.sync_group_offsets,
+            sync_group_offsets_interval_ms=args.sync_group_offsets_interval_ms,
         )
     except ConfigError as exc:
         raise CommandError(str(exc)) from None

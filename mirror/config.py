@@ -80,6 +80,10 @@ MIRROR_CONFIG = ConfigDef(
             "How often a source topic's config overrides are applied to its target again; 0: only at creation."),
         Key("refresh.topics.interval.ms", Type.INT, 60000, Range(0),
             "How often partitions added to a source topic are added to its target; 0: never."),
+        Key("sync.group.offsets", Type.LENIENT_BOOLEAN, False,
+            doc="Translate the sources' consumer groups' offsets into the aggregate cluster, continuously "
+                "(groups inactive there; offsets only moved forward)."),
+        Key("sync.group.offsets.interval.ms", Type.INT, 60000, Range(100), "How often the group offsets are synced."),
         Key("mirror.source.name", Type.STRING, "", doc="(consumer file) A name for this source; default: the cluster id."),
         Key("topic.prefix", Type.STRING, "", doc="(consumer file) Put before this source's topic names in the aggregate."),
     ],
@@ -126,6 +130,8 @@ class MirrorConfig:
     resume_scan_max_records: int = MIRROR_CONFIG.default("resume.scan.max.records")
     sync_topic_configs_interval_ms: int = MIRROR_CONFIG.default("sync.topic.configs.interval.ms")
     refresh_topics_interval_ms: int = MIRROR_CONFIG.default("refresh.topics.interval.ms")
+    sync_group_offsets: bool = MIRROR_CONFIG.default("sync.group.offsets")
+    sync_group_offsets_interval_ms: int = MIRROR_CONFIG.default("sync.group.offsets.interval.ms")
     extra: dict[str, Any] = field(default_factory=dict)
 
     def topic_filter(self):
@@ -168,6 +174,8 @@ def build_config(
     resume_scan_max_records: int = DEFAULT_SCAN_MAX_RECORDS,
     sync_topic_configs_interval_ms: int = 60000,
     refresh_topics_interval_ms: int = 60000,
+    sync_group_offsets: Any = False,
+    sync_group_offsets_interval_ms: int = 60000,
 ) -> MirrorConfig:
     """Validate the command line's choices and read the files; ConfigError names what is wrong."""
     if not consumer_configs:
@@ -192,6 +200,7 @@ def build_config(
         "resume.scan.max.records": resume_scan_max_records,
         "sync.topic.configs.interval.ms": sync_topic_configs_interval_ms,
         "refresh.topics.interval.ms": refresh_topics_interval_ms,
+        "sync.group.offsets": sync_group_offsets, "sync.group.offsets.interval.ms": sync_group_offsets_interval_ms,
     })
     prefixes = list(topic_prefixes or [])
     if len(prefixes) > len(consumer_configs):
@@ -247,4 +256,6 @@ def build_config(
         resume_scan_max_records=flags["resume.scan.max.records"],
         sync_topic_configs_interval_ms=flags["sync.topic.configs.interval.ms"],
         refresh_topics_interval_ms=flags["refresh.topics.interval.ms"],
+        sync_group_offsets=flags["sync.group.offsets"],
+        sync_group_offsets_interval_ms=flags["sync.group.offsets.interval.ms"],
     )

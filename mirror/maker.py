@@ -72,7 +72,7 @@ from mirror.errors import MirrorError
 from mirror.group_source import GroupSource
 from mirror.metrics import MetricsServer, MirrorMetrics
 from mirror.origin import Origin, OriginEncoder, came_from, with_origin
-from mirror.resume import TailScanner
+from mirror.resume import DEFAULT_SCAN_MAX_RECORDS, TailScanner
 from mirror.rewrite import rewrite_chunk
 from mirror.stats import LagProbe, RecordAges, Reporter
 from mirror.topics import TargetAdmin, TargetTopics, choose_partition
@@ -250,6 +250,7 @@ class MirrorMaker:
         self.admin: TargetAdmin | None = None
         self.topics: TargetTopics | None = None
         self.scanner: TailScanner | None = None
+        self.group_sync: Any = None  # a GroupOffsetSync with --sync.group.offsets
         self.target_id = ""
         self.failure: BaseException | None = None
         self.send_failures = 0
@@ -336,6 +337,12 @@ class MirrorMaker:
             sync = threading.Thread(target=self._sync_loop, name="mirror-sync", daemon=True)
             self._threads.append(sync)
             sync.start()
+        if cfg.sync_group_offsets:
+            from mirror.group_sync import GroupOffsetSync
+
+            self.group_sync = GroupOffsetSync(cfg.sources, topic_filter, bootstrap, cfg.sync_group_offsets_interval_ms,
+                                              cfg.resume_scan_max_records or DEFAULT_SCAN_MAX_RECORDS, self._stopping)
+            self.group_sync.start()
         self.state = "running"
 
     def _prepare_targets(self, source: Source, topics: list[str]) -> None:
@@ -427,6 +434,8 @@ class MirrorMaker:
                 log.warning("shutting down source %s: %s", source.name, exc)
         for t in self._threads:
             t.join(timeout=10)
+        if self.group_sync is not None:
+            self.group_sync.join(timeout=10)
         if self.producer is not None:
             self.producer.close(timeout=30 if self.failure is None else 0)
         if self.admin is not None:

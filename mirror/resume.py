@@ -19,25 +19,34 @@ The bound: at most ``resume.scan.max.records`` records per target partition are 
 of ``SCAN_WINDOW``). Nothing found within it (other writers filled the tail, or none of it was
 written by a mirror): the committed offset is used, as before, and the log says so once per
 target partition. A header that does not parse is reported once with its offset and ignored.
+
+The same reader also probes forwards (``first_copy``: the first copy of a source partition at or
+after a target offset, reading over copies of other sources), which offset translation
+(``mirror.translate``) binary-searches with.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import SimpleConsumer
 from broker.protocol.errors import KafkaError
-from broker.protocol.origin import HEADER, parse_origin
+from broker.protocol.origin import HEADER, Origin, parse_origin
 
 log = logging.getLogger("mirror.resume")
 
 SCAN_WINDOW = 2000  # records read per step back
 FETCH_BYTES = 4 * 1024 * 1024  # bytes asked for per fetch within a window
 DEFAULT_SCAN_MAX_RECORDS = 100_000
+PROBE_BYTES = 32 * 1024  # a forward probe's first fetch (it usually stops at its first records)
+
+
+class ScanBoundExceeded(Exception):
+    """A forward probe read its bound of records without finding a copy of the source partition."""
 
 
 @dataclass(frozen=True)
@@ -147,26 +156,72 @@ class TailScanner:
                      wanted: tuple[str, str, int], out: _Scan) -> int | None:
         """Records ``[lo, hi)``: note the origin offsets of ``wanted``; returns the lowest one seen."""
         lowest: int | None = None
-        offset = lo
-        while offset < hi:
-            messages = consumer.fetch(target, target_partition, offset, FETCH_BYTES)
-            if not messages:
-                break
-            for m in messages:
-                if m.offset >= hi:
-                    break
-                out.records += 1
-                origin = self._last_origin(m.headers, target, target_partition, m.offset)
-                if origin is None:
-                    continue
-                out.origin_headers += 1
-                if (origin.cluster_id, origin.topic, origin.partition) == wanted:
-                    out.offsets.append(origin.offset)
-                    lowest = origin.offset if lowest is None else min(lowest, origin.offset)
-            offset = max(messages.next_offset, messages[-1].offset + 1)
+        for _, origin in self._origins(consumer, target, target_partition, lo, hi, FETCH_BYTES):
+            out.records += 1
+            if origin is None:
+                continue
+            out.origin_headers += 1
+            if (origin.cluster_id, origin.topic, origin.partition) == wanted:
+                out.offsets.append(origin.offset)
+                lowest = origin.offset if lowest is None else min(lowest, origin.offset)
         return lowest
 
-    def _last_origin(self, headers: list, target: str, target_partition: int, offset: int):
+    def _origins(self, consumer: SimpleConsumer, target: str, target_partition: int, lo: int, hi: int,
+                 fetch_bytes: int) -> Iterator[tuple[int, Origin | None]]:
+        """(target offset, last origin or None) of each record in ``[lo, hi)``, reading forwards;
+        the first fetch asks for ``fetch_bytes``, each next one for four times more (up to FETCH_BYTES)."""
+        offset = lo
+        while offset < hi:
+            messages = consumer.fetch(target, target_partition, offset, fetch_bytes)
+            fetch_bytes = min(FETCH_BYTES, fetch_bytes * 4)
+            if not messages:
+                return
+            for m in messages:
+                if m.offset >= hi:
+                    return
+                if m.offset >= offset:
+                    yield m.offset, self._last_origin(m.headers, target, target_partition, m.offset)
+            offset = max(messages.next_offset, messages[-1].offset + 1)
+
+    # ------------------------------------------------------------------ forward probes (offset translation)
+
+    def bounds(self, target: str, target_partition: int) -> tuple[int, int]:
+        """The target partition's log start and high watermark."""
+        with self._lock:
+            consumer = self._leader(target, target_partition)
+            try:
+                return (consumer.earliest_offset(target, target_partition),
+                        consumer.latest_offset(target, target_partition))
+            except KafkaError:
+                self._reconnect()
+                raise
+
+    def first_copy(self, target: str, target_partition: int, wanted: tuple[str, str, int], lo: int, hi: int,
+                   max_records: int | None = None) -> tuple[int, int] | None:
+        """The first copy of source partition ``wanted`` at target offset ``lo`` or later (before
+        ``hi``): (its target offset, its origin offset); None when there is none. Copies of other
+        sources are read over. ``ScanBoundExceeded`` after ``max_records`` (default: the scanner's
+        bound) records without one."""
+        bound = self.max_records if max_records is None else max_records
+        read = 0
+        with self._lock:
+            consumer = self._leader(target, target_partition)
+            try:
+                for offset, origin in self._origins(consumer, target, target_partition, lo, hi, PROBE_BYTES):
+                    read += 1
+                    if origin is not None and (origin.cluster_id, origin.topic, origin.partition) == wanted:
+                        return offset, origin.offset
+                    if read >= bound:
+                        raise ScanBoundExceeded(f"{target}-{target_partition}: no copy of {':'.join(map(str, wanted))} "
+                                                f"among {read} records from offset {lo}")
+            except KafkaError:
+                self._reconnect()
+                raise
+            finally:
+                self.records_read += read
+        return None
+
+    def _last_origin(self, headers: list, target: str, target_partition: int, offset: int) -> Origin | None:
         """The record's newest origin header (the hop into this cluster), None when it has none."""
         for key, value in reversed(headers or ()):
             if key != HEADER:

@@ -12,7 +12,7 @@ mirror and by the loader's deduplication (``pipelines.origin_index``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 HEADER = "logbus.origin"
@@ -48,9 +48,8 @@ def parse_origin(value: bytes | str | None) -> Origin | None:
         return None
 
 
-def origins(headers: Iterable | None) -> list[Origin]:
-    """Every origin in a record's headers, oldest first."""
-    found = []
+def iter_origins(headers: Iterable | None) -> Iterator[Origin]:
+    """The origins in a record's headers that parse, oldest first (lazily: ``birth`` stops at one)."""
     for item in headers or ():
         try:
             key, value = item[0], item[1]
@@ -59,23 +58,18 @@ def origins(headers: Iterable | None) -> list[Origin]:
         if key == HEADER:
             origin = parse_origin(value)
             if origin is not None:
-                found.append(origin)
-    return found
+                yield origin
+
+
+def origins(headers: Iterable | None) -> list[Origin]:
+    """Every origin in a record's headers, oldest first."""
+    return list(iter_origins(headers))
 
 
 def birth(headers: Iterable | None) -> Origin | None:
     """Where the record was born: the first (oldest) origin that parses, or None. A copy of a
     copy names the same birth as the copy, so this is the record's identity across mirrors."""
-    for item in headers or ():
-        try:
-            key, value = item[0], item[1]
-        except (TypeError, IndexError):
-            continue
-        if key == HEADER:
-            origin = parse_origin(value)
-            if origin is not None:
-                return origin
-    return None
+    return next(iter_origins(headers), None)
 
 
-__all__ = ["HEADER", "Origin", "parse_origin", "origins", "birth"]
+__all__ = ["HEADER", "Origin", "parse_origin", "iter_origins", "origins", "birth"]

@@ -6,7 +6,8 @@ CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID; committed offsets and owners come
 With --bootstrap-server (groups of standard clients, through the brokers' group coordinators,
 ``broker.tools.coordinator_groups``) it is today's: ... CONSUMER-ID HOST CLIENT-ID. Both read
 the same committed offsets: a group's offsets live in ZooKeeper whichever kind of consumer
-wrote them.
+wrote them. ``--translate-from`` (``broker.tools.translate_offsets``) maps a group's offsets in a
+mirror's source cluster onto the aggregate cluster.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions.add_argument("--list", action="store_true", help="list the groups")
     actions.add_argument("--describe", action="store_true", help="describe a group: offsets, lag, owners")
     actions.add_argument("--reset-offsets", action="store_true", help="reset a group's offsets (--to-*, --shift-by)")
+    actions.add_argument("--translate-from", metavar="SOURCE.properties",
+                         help="translate the group's offsets in this mirror source cluster into the "
+                              "--bootstrap-server (aggregate) cluster; commit them with --execute")
     parser.add_argument("--group", help="the group to describe")
     parser.add_argument("--all-groups", action="store_true", help="with --describe or --reset-offsets: every group")
     view = parser.add_mutually_exclusive_group()
@@ -46,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if group_deletes.wanted(args):
         return group_deletes.run(args)
+    if args.translate_from:
+        from broker.tools import translate_offsets
+
+        return translate_offsets.run(args)
     if (args.describe or args.reset_offsets) and not (args.group or args.all_groups):
         raise CommandError(f"--{'describe' if args.describe else 'reset-offsets'} needs --group or --all-groups")
     if args.bootstrap_server and args.all_groups and not args.list:

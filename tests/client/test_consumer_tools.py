@@ -19,7 +19,7 @@ def test_consumer_commands(broker, zk_chroot, tmp_path):
     produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(20)])
 
     out = logbus("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", topic, "--from-beginning",
-                 "--timeout-ms", "5000", "--property", "print.key=true", "--property", "key.separator=:",
+                 "--timeout-ms", "2000", "--property", "print.key=true", "--property", "key.separator=:",
                  "--property", "print.offset=true", "--property", "print.partition=true")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
