@@ -29,7 +29,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     if not request["key"]:
         return _error(ErrorCode.INVALID_GROUP_ID, "empty group id")
     node = broker.coordinator.coordinator_of(request["key"]) if broker.coordinator else None
-    endpoint = broker.metadata.brokers.get(node) if node is not None else None
+    endpoint = broker.metadata.endpoint(node, broker.request_listener) if node is not None else None
     if endpoint is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no live broker")
     return {
