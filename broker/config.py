@@ -27,7 +27,13 @@ from broker.configdef import (
     Type,
     parse_typed,
 )
-from broker.security.listener_config import SECURITY_KEYS, ListenerSecurity, listener_security
+from broker.security.listener_config import (
+    SECURITY_KEYS,
+    InterBrokerSecurity,
+    ListenerSecurity,
+    inter_broker_security,
+    listener_security,
+)
 from broker.storage.config import PRODUCER_ID_EXPIRATION, TOPIC_CONFIG, LogConfig
 
 __all__ = [
@@ -451,7 +457,9 @@ class BrokerConfig:
         _check_inter_broker(values, props)
         values["log_dirs"] = _log_dirs_from(props)
         LogConfig.from_broker(props)  # what storage would refuse at start is refused here, in one line
-        return cls(props=props, **values)
+        config = cls(props=props, **values)
+        config.inter_broker_security()  # refused here, in one line, rather than when a follower connects
+        return config
 
     # -- derived settings, resolved the way Kafka resolves them
 
@@ -484,6 +492,12 @@ class BrokerConfig:
     def security(self, listener: str) -> ListenerSecurity:
         """What listener ``listener`` asks of clients (TLS, SASL); checked at start-up."""
         return listener_security(self.props, listener, self.listener_security_protocol_map.get(listener, listener))
+
+    def inter_broker_security(self) -> InterBrokerSecurity:
+        """How this broker connects to the others (TLS, its own SASL login)."""
+        name = self.inter_broker_listener
+        return inter_broker_security(self.props, name, self.listener_security_protocol_map.get(name, name),
+                                     self.sasl_mechanism_inter_broker_protocol)
 
     @property
     def inter_broker_listener(self) -> str:

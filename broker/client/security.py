@@ -15,15 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.configdef import ConfigError, Key, OneOf, Type
-from broker.protocol.errors import ErrorCode, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
 from broker.protocol.messages import ApiKey
 from broker.security.jaas import JaasError, login_of
-from broker.security.sasl import PLAIN, SUPPORTED_MECHANISMS
-from broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
-from broker.security.scram import ScramClient
+from broker.security.sasl import SUPPORTED_MECHANISMS
+from broker.security.sasl_client import login_steps
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_VERSION = 1
 
 #: The clients' security keys (Kafka's names; librdkafka's ssl.ca.location and friends too).
 CLIENT_SECURITY_KEYS = [
@@ -136,31 +133,16 @@ Request = Callable[[ApiKey, int, dict], Any]
 
 
 def login(request: Request, security: ClientSecurity) -> None:
-    """SaslHandshake v1 then SaslAuthenticate v1 until the mechanism is done; raises
+    """The SASL login (broker/security/sasl_client.py) over a blocking ``request``; raises
     SaslAuthenticationFailedError (the broker closes the connection after it)."""
     assert security.mechanism and security.username is not None and security.password is not None
-    mechanism = security.mechanism
-    answer = request(ApiKey.SASL_HANDSHAKE, SASL_VERSION, {"mechanism": mechanism})
-    if answer["error_code"] == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
-        raise UnsupportedSaslMechanismError(f"the broker does not offer {mechanism}; it offers {', '.join(answer['mechanisms'])}")
-    if answer["error_code"]:
-        raise SaslAuthenticationFailedError(f"SaslHandshake failed with error {ErrorCode(answer['error_code']).name}")
-
-    def authenticate(token: bytes) -> bytes:
-        reply = request(ApiKey.SASL_AUTHENTICATE, SASL_VERSION, {"auth_bytes": token})
-        if reply["error_code"]:
-            raise SaslAuthenticationFailedError(reply.get("error_message") or ErrorCode(reply["error_code"]).name)
-        return bytes(reply["auth_bytes"])
-
-    if mechanism == PLAIN:
-        authenticate(b"\0" + security.username.encode() + b"\0" + security.password.encode())
+    steps = login_steps(security.mechanism, security.username, security.password)
+    try:
+        step = next(steps)
+        while True:
+            step = steps.send(request(*step))
+    except StopIteration:
         return
-    if mechanism in SCRAM_MECHANISMS:
-        client = ScramClient(mechanism, security.username, security.password)
-        server_first = authenticate(client.first())
-        client.verify(authenticate(client.final(server_first)))
-        return
-    raise UnsupportedSaslMechanismError(f"SASL mechanism {mechanism} is not supported")
 
 
 def security_props(props: Mapping[str, Any]) -> dict[str, Any]:

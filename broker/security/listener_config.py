@@ -160,6 +160,36 @@ def listener_security(props: Mapping[str, str], name: str, protocol: str) -> Lis
     return ListenerSecurity(name, protocol, ssl, mechanisms, users)
 
 
+@dataclass(frozen=True)
+class InterBrokerSecurity:
+    """How a broker reaches the others: the inter-broker listener's protocol, its TLS settings
+    and the broker's own SASL login (sasl.mechanism.inter.broker.protocol, with the
+    username/password of that listener's JAAS key)."""
+
+    listener: str
+    protocol: str = "PLAINTEXT"
+    ssl: SslSettings | None = None
+    mechanism: str | None = None
+    username: str = ""
+    password: str = field(default="", repr=False)
+
+
+def inter_broker_security(props: Mapping[str, str], listener: str, protocol: str, mechanism: str) -> InterBrokerSecurity:
+    """Resolve and check (ConfigError, one line) the inter-broker link's settings."""
+    ssl = ssl_settings(props, listener, server=False) if protocol in SSL_PROTOCOLS else None
+    if protocol not in SASL_PROTOCOLS:
+        return InterBrokerSecurity(listener, protocol, ssl)
+    mechanism = mechanism.upper()
+    if mechanism not in listener_security(props, listener, protocol).sasl_mechanisms:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol {mechanism} is not enabled on listener {listener}",
+                          "sasl.mechanism.inter.broker.protocol")
+    credentials = inter_broker_login(props, listener, mechanism)
+    if credentials is None:
+        key = jaas_key(listener, mechanism)
+        raise ConfigError(f"the inter-broker listener {listener} uses SASL: set username and password in {key}", key)
+    return InterBrokerSecurity(listener, protocol, ssl, mechanism, *credentials)
+
+
 def inter_broker_login(props: Mapping[str, str], listener: str, mechanism: str) -> tuple[str, str] | None:
     """The broker's own (username, password) for ``mechanism`` on ``listener``: the
     ``username``/``password`` options of that listener's JAAS config (Kafka's place for them)."""

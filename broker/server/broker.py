@@ -28,6 +28,7 @@ from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
 from broker.server.dynamic_configs import ConfigChangeListener
 from broker.server.handlers import ALL_HANDLERS
+from broker.server.kafka_client import InterBrokerLink
 from broker.server.log_cleaner import LogCleanerService
 from broker.server.metadata import BrokerEndpoint, MetadataCache
 from broker.server.metrics import BrokerMetrics, listen_metrics
@@ -93,6 +94,7 @@ class Broker:
         self.dispatcher.metrics = self.metrics
         self.metrics_port: int | None = None  # the bound metrics.port, once listening
         self.topics = TopicAdmin(self)
+        self.inter_broker = InterBrokerLink(config.inter_broker_security())  # how followers reach leaders
         # Set by start(); read through the properties below, which refuse before then.
         self._zk: ZkClient | None = None
         self._logs: LogManager | None = None

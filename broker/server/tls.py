@@ -1,4 +1,4 @@
-"""OpenSSL contexts for TLS listeners.
+"""OpenSSL contexts for TLS listeners, and the TLS options of a broker's links to other brokers.
 
 Built once per listener from its SslSettings (broker/security/listener_config.py): the PEM
 keystore (key + certificate chain, perhaps encrypted with ssl.key.password), the PEM truststore
@@ -12,6 +12,7 @@ import weakref
 from typing import Any
 
 from OpenSSL import SSL
+from twisted.internet import ssl as tssl
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
 from zope.interface import implementer  # type: ignore[import-untyped]
 
@@ -47,7 +48,8 @@ def _ssl_error(exc: Exception) -> str:
     """The readable part of an OpenSSL error."""
     args = getattr(exc, "args", ())
     if args and isinstance(args[0], list) and args[0]:
-        return "; ".join(str(item[-1]) for item in args[0] if item)
+        reasons = [str(item[-1]) for item in args[0] if item]
+        return "; ".join(dict.fromkeys(r for r in reasons if r))  # in order, each once
     return str(exc) or type(exc).__name__
 
 
@@ -71,8 +73,8 @@ def _load_keystore(ctx: SSL.Context, settings: SslSettings) -> None:
     if path is None:
         return
     password = settings.key_password
-    if password is not None:
-        ctx.set_passwd_cb(lambda *_: password.encode())
+    # Always a callback: without one OpenSSL would prompt on the terminal for an encrypted key.
+    ctx.set_passwd_cb(lambda *_: (password or "").encode())
     try:
         ctx.use_certificate_chain_file(path.encode())
         ctx.use_privatekey_file(path.encode())
@@ -113,3 +115,48 @@ class ServerTlsContext:
 
     def serverConnectionForTLS(self, tls_protocol: Any) -> SSL.Connection:  # noqa: N802 - Twisted's name
         return SSL.Connection(self._ctx, None)
+
+
+def _pem_blocks(data: bytes, kind: bytes) -> list[bytes]:
+    begin, end = b"-----BEGIN " + kind + b"-----", b"-----END " + kind + b"-----"
+    blocks, start = [], data.find(begin)
+    while start >= 0:
+        stop = data.index(end, start) + len(end)
+        blocks.append(data[start:stop])
+        start = data.find(begin, stop)
+    return blocks
+
+
+def client_tls_options(settings: SslSettings, host: str) -> Any:
+    """How this broker connects over TLS to another broker at ``host``: trust the truststore's
+    CAs, check the host name (unless ssl.endpoint.identification.algorithm is empty), present the
+    keystore's certificate when there is one (for ssl.client.auth). ConfigError: a file that
+    does not load."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+    from OpenSSL import crypto
+
+    try:
+        trust = None
+        if settings.truststore_location is not None:
+            with open(settings.truststore_location, "rb") as f:
+                cas = [tssl.Certificate.loadPEM(block) for block in _pem_blocks(f.read(), b"CERTIFICATE")]
+            trust = tssl.trustRootFromCertificates(cas)
+        client_cert = None
+        if settings.keystore_location is not None:
+            with open(settings.keystore_location, "rb") as f:
+                data = f.read()
+            password = settings.key_password.encode() if settings.key_password else None
+            key_block = next(b for b in _pem_blocks(data, b"PRIVATE KEY") + _pem_blocks(data, b"ENCRYPTED PRIVATE KEY"))
+            key = crypto.PKey.from_cryptography_key(load_pem_private_key(key_block, password))  # type: ignore[arg-type]
+            cert = tssl.Certificate.loadPEM(_pem_blocks(data, b"CERTIFICATE")[0])
+            client_cert = tssl.PrivateCertificate.fromCertificateAndKeyPair(cert, tssl.KeyPair(key))
+    except (OSError, ValueError, TypeError, StopIteration, IndexError, SSL.Error) as exc:
+        raise ConfigError(f"inter-broker TLS: cannot load the keystore or truststore: {exc}", "ssl.truststore.location") from None
+    minimum = tssl.TLSVersion.TLSv1_3 if settings.enabled_protocols == ["TLSv1.3"] else tssl.TLSVersion.TLSv1_2
+    if settings.endpoint_identification:
+        return tssl.optionsForClientTLS(host, trustRoot=trust, clientCertificate=client_cert,
+                                        extraCertificateOptions={"raiseMinimumTo": minimum})
+    options: dict[str, Any] = {"raiseMinimumTo": minimum, "trustRoot": trust}
+    if client_cert is not None:
+        options.update(privateKey=client_cert.privateKey.original, certificate=client_cert.original)
+    return tssl.CertificateOptions(**options)
