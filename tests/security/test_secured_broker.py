@@ -62,7 +62,9 @@ def _closed(sock: socket.socket, timeout: float = 5.0) -> bool:
         while True:
             if not sock.recv(65536):
                 return True
-    except (ConnectionResetError, ssl.SSLError, OSError):
+    except TimeoutError:
+        return False  # still open
+    except OSError:  # reset, or a TLS alert
         return True
 
 
