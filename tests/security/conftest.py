@@ -1,6 +1,6 @@
-"""One secured broker per test module: PLAINTEXT, SSL, SASL_SSL, SASL_PLAINTEXT and two more TLS
-listeners (client certificates required; a certificate for another host), certificates made for
-the run, SCRAM users in ZooKeeper, PLAIN users in the JAAS key."""
+"""One secured broker per test module: PLAINTEXT, SSL, SASL_SSL, SASL_PLAINTEXT and three more TLS
+listeners (client certificates required; a certificate for another host; TLSv1.2 with one cipher),
+certificates made for the run, SCRAM users in ZooKeeper, PLAIN users in the JAAS key."""
 
 from __future__ import annotations
 
@@ -59,13 +59,13 @@ def secured(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
     chroot = f"/t-{uuid.uuid4().hex[:12]}"
     connect = f"{zookeeper.connect_string}{chroot}"
     add_scram_users(connect)
-    names = ["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT", "MTLS", "WRONGHOST"]
+    names = ["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT", "MTLS", "WRONGHOST", "TLS12"]
     ports = {name: free_port() for name in names}
     props = {
         "broker.id": "1",
         "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,"
-                                          "SASL_PLAINTEXT:SASL_PLAINTEXT,MTLS:SSL,WRONGHOST:SSL",
+                                          "SASL_PLAINTEXT:SASL_PLAINTEXT,MTLS:SSL,WRONGHOST:SSL,TLS12:SSL",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(home / "data"),
         "zookeeper.connect": connect,
@@ -81,6 +81,8 @@ def secured(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
         "listener.name.mtls.ssl.client.auth": "required",
         "listener.name.wronghost.ssl.keystore.location": str(certs.wrong_host),
         "listener.name.wronghost.ssl.key.password": "",
+        "listener.name.tls12.ssl.enabled.protocols": "TLSv1.2",
+        "listener.name.tls12.ssl.cipher.suites": "ECDHE-ECDSA-AES256-GCM-SHA384",
     }
     process = BrokerProcess(props, home / "broker")
     process.start()

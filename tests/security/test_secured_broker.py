@@ -301,3 +301,22 @@ def test_configs_tool_manages_scram_users(secured: SecuredBroker, tmp_path: Path
     topics = _logbus("configs", "--bootstrap-server", secured.address("SASL_SSL"), "--command-config", str(config),
                      "--entity-type", "brokers", "--entity-default", "--describe")
     assert topics.returncode == 0, topics.stderr
+
+
+def test_enabled_protocols_and_cipher_suites_per_listener(secured: SecuredBroker) -> None:
+    """listener.name.tls12.ssl.enabled.protocols=TLSv1.2 and .ssl.cipher.suites: what is negotiated."""
+    def connect(minimum: ssl.TLSVersion, maximum: ssl.TLSVersion) -> ssl.SSLSocket:
+        context = ssl.create_default_context(cafile=str(secured.certs.ca))
+        context.minimum_version, context.maximum_version = minimum, maximum
+        raw = socket.create_connection(("127.0.0.1", secured.ports["TLS12"]), timeout=10)
+        return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    with connect(ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3) as sock:
+        assert sock.version() == "TLSv1.2"
+        assert sock.cipher()[0] == "ECDHE-ECDSA-AES256-GCM-SHA384"
+    with pytest.raises(ssl.SSLError):
+        connect(ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_3)
+    with socket.create_connection(("127.0.0.1", secured.ports["SSL"]), timeout=10) as raw:
+        context = ssl.create_default_context(cafile=str(secured.certs.ca))
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+            assert sock.version() == "TLSv1.3"  # the default listener: TLSv1.2 and TLSv1.3
