@@ -320,3 +320,22 @@ def test_enabled_protocols_and_cipher_suites_per_listener(secured: SecuredBroker
         context = ssl.create_default_context(cafile=str(secured.certs.ca))
         with context.wrap_socket(raw, server_hostname="127.0.0.1") as sock:
             assert sock.version() == "TLSv1.3"  # the default listener: TLSv1.2 and TLSv1.3
+
+
+def test_logbus_clients_with_a_wrong_password_fail_fast(secured: SecuredBroker) -> None:
+    props = {"bootstrap.servers": secured.address("SASL_SSL"), **scram(secured, password="wrong")}
+    started = time.monotonic()
+    with pytest.raises(SaslAuthenticationFailedError):
+        producer = Producer({**props, "max.block.ms": 5000})
+        try:
+            producer.send("never", b"x").get(10)
+        finally:
+            producer.close(5)
+    with pytest.raises(SaslAuthenticationFailedError):
+        consumer = GroupConsumer({**props, "group.id": "never"})
+        try:
+            consumer.subscribe(["never"])
+            consumer.poll(5)
+        finally:
+            consumer.close()
+    assert time.monotonic() - started < 20
