@@ -81,10 +81,11 @@ class KafkaConnection(Protocol):
 
     def connectionMade(self) -> None:
         transport: Any = self.transport
-        if hasattr(transport, "bufferSize"):
-            transport.bufferSize = _READ_BUFFER_SIZE
-        if hasattr(transport, "setTcpNoDelay"):
-            transport.setTcpNoDelay(True)
+        tcp = getattr(transport, "transport", transport) if self.security and self.security.ssl else transport  # under TLS
+        if hasattr(tcp, "bufferSize"):
+            tcp.bufferSize = _READ_BUFFER_SIZE
+        if hasattr(tcp, "setTcpNoDelay"):
+            tcp.setTcpNoDelay(True)
         self._zero_copy = supports_zero_copy(transport)
         if self.security is not None and self.security.uses_sasl:
             self._login = SaslLogin(self.broker, self.security, self._peer_host())
