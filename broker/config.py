@@ -419,6 +419,7 @@ class BrokerConfig:
     security_inter_broker_protocol: str
     sasl_mechanism_inter_broker_protocol: str
     sasl_enabled_mechanisms: list[str]
+    sasl_server_max_receive_size: int
     ssl_keystore_type: str
     ssl_keystore_location: str | None
     ssl_key_password: str | None

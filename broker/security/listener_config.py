@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from broker.configdef import ConfigError, Key, OneOf, Type
+from broker.configdef import ConfigError, Key, OneOf, Range, Type
 from broker.security.jaas import PLAIN_MODULE, JaasError, parse_jaas
 from broker.security.sasl import PLAIN, check_mechanisms
 
@@ -30,6 +30,8 @@ SECURITY_KEYS = [
     Key("sasl.mechanism.inter.broker.protocol", Type.STRING, PLAIN, doc="SASL mechanism of broker-to-broker links"),
     Key("sasl.enabled.mechanisms", Type.LIST, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
         doc="Mechanisms offered on SASL listeners (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"),
+    Key("sasl.server.max.receive.size", Type.INT, 524288, Range(1),
+        doc="The largest request a client may send on a SASL listener before its login"),
     Key("ssl.keystore.type", Type.STRING, "PEM", OneOf(("PEM",)), doc="Only PEM: key and certificate chain in one file"),
     Key("ssl.keystore.location", Type.STRING, None, doc="PEM file: the private key and the certificate chain"),
     Key("ssl.key.password", Type.STRING, None, doc="Password of an encrypted private key"),

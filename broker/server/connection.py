@@ -68,6 +68,7 @@ class KafkaConnection(Protocol):
         self._login: SaslLogin | None = None  # on a SASL listener, from connectionMade
         self._tls_done = security is None or security.ssl is None
         self.max_request_bytes = broker.config.socket_request_max_bytes
+        self._sasl_max_receive = broker.config.sasl_server_max_receive_size  # what a client may send before its login
         self._buffer = bytearray()
         self._large: bytearray | None = None  # a large frame being received, and how much of it has come
         self._large_filled = 0
@@ -139,6 +140,10 @@ class KafkaConnection(Protocol):
             size = int.from_bytes(buffer[start : start + _SIZE_BYTES], "big", signed=True)
             if size < 0 or size > self.max_request_bytes:
                 self._close(f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})")
+                return
+            if self._login is not None and not self._login.complete and size > self._sasl_max_receive:
+                self._close(f"request size {size} before a SASL login is above sasl.server.max.receive.size "
+                            f"({self._sasl_max_receive})")
                 return
             end = start + _SIZE_BYTES + size
             if len(buffer) < end:

@@ -152,6 +152,16 @@ def test_request_before_login_closes(secured: SecuredBroker) -> None:
     assert _log_count(secured, "request before SASL authentication") == 1
 
 
+def test_large_request_before_login_closes(secured: SecuredBroker) -> None:
+    """sasl.server.max.receive.size (512 KiB): an unauthenticated client cannot make the broker buffer more."""
+    with socket.create_connection(("127.0.0.1", secured.ports["SASL_PLAINTEXT"]), timeout=10) as sock:
+        local = sock.getsockname()[1]
+        sock.sendall(struct.pack(">i", 600_000) + b"\0" * 1000)
+        assert _closed(sock)
+    assert _log_count(secured, f"port={local}): request size 600000 before a SASL login") == 1
+    assert_serving(secured)
+
+
 def test_sasl_out_of_order_is_refused(secured: SecuredBroker) -> None:
     port = secured.ports["SASL_PLAINTEXT"]
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
