@@ -28,6 +28,13 @@ from broker.configdef import (
     parse_typed,
 )
 from broker.security.authorizer import check_authorizer_class_name
+from broker.security.listener_config import (
+    SECURITY_KEYS,
+    InterBrokerSecurity,
+    ListenerSecurity,
+    inter_broker_security,
+    listener_security,
+)
 from broker.storage.config import PRODUCER_ID_EXPIRATION, TOPIC_CONFIG, LogConfig
 
 __all__ = [
@@ -318,6 +325,7 @@ BROKER_CONFIG = ConfigDef(
         _k("allow.everyone.if.no.acl.found", Type.BOOLEAN, False,
            doc="Whether a resource without any ACL is open to everyone (with an authorizer)"),
         dataclasses.replace(PRODUCER_ID_EXPIRATION, doc="idle producers' idempotence state is dropped"),
+        *SECURITY_KEYS,
         _k("num.network.threads", Type.INT, 3, 1, **_UNUSED),
         _k("num.io.threads", Type.INT, 8, 1, **_UNUSED),
         _k("offsets.topic.replication.factor", Type.INT, 3, 1, **_UNUSED),
@@ -417,6 +425,19 @@ class BrokerConfig:
     super_users: str | None
     allow_everyone_if_no_acl_found: bool
     producer_id_expiration_ms: int
+    security_inter_broker_protocol: str
+    sasl_mechanism_inter_broker_protocol: str
+    sasl_enabled_mechanisms: list[str]
+    sasl_server_max_receive_size: int
+    ssl_keystore_type: str
+    ssl_keystore_location: str | None
+    ssl_key_password: str | None
+    ssl_truststore_type: str
+    ssl_truststore_location: str | None
+    ssl_client_auth: str
+    ssl_enabled_protocols: list[str]
+    ssl_cipher_suites: list[str]
+    ssl_endpoint_identification_algorithm: str
     num_network_threads: int
     num_io_threads: int
     offsets_topic_replication_factor: int
@@ -435,10 +456,20 @@ class BrokerConfig:
             raise ConfigError("Invalid value '' for configuration zookeeper.connect: empty", "zookeeper.connect")
         values["zookeeper_connect"] = values["zookeeper_connect"].strip()
         values["listeners"], values["advertised_listeners"] = _listeners_from(props)
+        if values["inter_broker_listener_name"] is not None:
+            values["inter_broker_listener_name"] = values["inter_broker_listener_name"].upper()
+            if "security.inter.broker.protocol" in props:
+                raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol "
+                                  "should be set.", "inter.broker.listener.name")
         _check_listener_names(values["listeners"], values["listener_security_protocol_map"])
+        for ln in values["listeners"]:
+            listener_security(props, ln.name, values["listener_security_protocol_map"][ln.name])
+        _check_inter_broker(values, props)
         values["log_dirs"] = _log_dirs_from(props)
         LogConfig.from_broker(props)  # what storage would refuse at start is refused here, in one line
-        return cls(props=props, **values)
+        config = cls(props=props, **values)
+        config.inter_broker_security()  # refused here, in one line, rather than when a follower connects
+        return config
 
     # -- derived settings, resolved the way Kafka resolves them
 
@@ -465,7 +496,28 @@ class BrokerConfig:
 
     def unknown_keys(self) -> list[str]:
         """Keys in props that logbus does not know; the server logs them as Kafka does."""
-        return sorted(k for k in self.props if k not in KNOWN_KEYS and k not in _SPECIAL_KEYS)
+        return sorted(k for k in self.props
+                      if k not in KNOWN_KEYS and k not in _SPECIAL_KEYS and not k.startswith("listener.name."))
+
+    def security(self, listener: str) -> ListenerSecurity:
+        """What listener ``listener`` asks of clients (TLS, SASL); checked at start-up."""
+        return listener_security(self.props, listener, self.listener_security_protocol_map.get(listener, listener))
+
+    def inter_broker_security(self) -> InterBrokerSecurity:
+        """How this broker connects to the others (TLS, its own SASL login)."""
+        name = self.inter_broker_listener
+        return inter_broker_security(self.props, name, self.listener_security_protocol_map.get(name, name),
+                                     self.sasl_mechanism_inter_broker_protocol)
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener brokers reach each other on: inter.broker.listener.name, else the
+        listener named after security.inter.broker.protocol (Kafka's rule); with neither set, the
+        PLAINTEXT listener, else the first one."""
+        if self.inter_broker_listener_name or "security.inter.broker.protocol" in self.props:
+            return (self.inter_broker_listener_name or self.security_inter_broker_protocol).upper()
+        names = [ln.name for ln in self.advertised_listeners]
+        return "PLAINTEXT" if "PLAINTEXT" in names else names[0]
 
     def listener(self, name: str = "PLAINTEXT") -> Listener:
         """The bound listener called ``name``."""
@@ -517,6 +569,17 @@ def _check_listener_names(listeners: list[Listener], protocol_map: dict[str, str
                 "in listener.security.protocol.map",
                 "listeners",
             )
+
+
+def _check_inter_broker(values: dict[str, Any], props: Mapping[str, str]) -> None:
+    """An inter.broker.listener.name or security.inter.broker.protocol that is set names a listener."""
+    if values["inter_broker_listener_name"] is None and "security.inter.broker.protocol" not in props:
+        return
+    name = (values["inter_broker_listener_name"] or values["security_inter_broker_protocol"]).upper()
+    names = [ln.name for ln in values["advertised_listeners"]]
+    if name not in names:
+        raise ConfigError(f"inter-broker listener {name} is not among the advertised listeners ({', '.join(names)}); "
+                          "set inter.broker.listener.name", "inter.broker.listener.name")
 
 
 def _log_dirs_from(props: Mapping[str, str]) -> list[str]:

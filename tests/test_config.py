@@ -307,7 +307,7 @@ def test_bad_log_values_stop_the_broker_config(key: str, value: str) -> None:
 
 @pytest.mark.parametrize("key, value", [
     ("acks", "some"), ("batch.size", "big"), ("linger.ms", "-1"), ("producer.type", "later"),
-    ("enable.idempotence", "perhaps"), ("security.protocol", "SSL"),
+    ("enable.idempotence", "perhaps"), ("security.protocol", "KERBEROS"),
 ])
 def test_bad_producer_value_is_one_line(key: str, value: str) -> None:
     from broker.client.producer_config import ProducerConfig

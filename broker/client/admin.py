@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from broker.client.closeable import Closeable
 from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.protocol.errors import ErrorCode, error_for_code
 from broker.protocol.messages import ApiKey
 
@@ -46,12 +47,13 @@ class TopicDescription:
 class AdminClient(Closeable):
     """Topic administration against the brokers named in ``bootstrap_servers``."""
 
-    def __init__(self, bootstrap_servers: str, timeout: float = 30.0) -> None:
+    def __init__(self, bootstrap_servers: str, timeout: float = 30.0, security: ClientSecurity = PLAINTEXT) -> None:
         self.timeout = timeout
         errors = []
         for address in [a.strip() for a in bootstrap_servers.split(",") if a.strip()]:
             try:
-                self._conn = BrokerConnection.from_address(address, client_id="logbus-admin", timeout=timeout)
+                self._conn = BrokerConnection.from_address(address, client_id="logbus-admin", timeout=timeout,
+                                                           security=security)
                 break
             except (BrokerConnectionError, ValueError) as exc:
                 errors.append(str(exc))

@@ -12,6 +12,7 @@ import socket
 import struct
 
 from broker.client.closeable import Closeable
+from broker.client.security import PLAINTEXT, ClientSecurity, login, wrap_socket
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 
@@ -23,19 +24,35 @@ class BrokerConnectionError(ConnectionError):
 
 
 class BrokerConnection(Closeable):
-    """One TCP connection speaking the Kafka protocol, request by request."""
+    """One TCP connection speaking the Kafka protocol, request by request; with ``security``,
+    TLS and a SASL login first (broker/client/security.py)."""
 
-    def __init__(self, host: str, port: int, client_id: str = "logbus", timeout: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, client_id: str = "logbus", timeout: float = 30.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self.security = security
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
+            sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
             raise BrokerConnectionError(f"cannot connect to broker {host}:{port}: {exc.strerror or exc}") from exc
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
         self._correlation_ids = itertools.count(1)
         self._pipelined: collections.deque[tuple[int, int, int]] = collections.deque()
+        if security.tls:
+            try:
+                self._sock = wrap_socket(sock, host, security)
+            except OSError as exc:  # ssl.SSLError and certificate errors are OSErrors
+                sock.close()
+                raise BrokerConnectionError(f"TLS handshake with broker {host}:{port} failed: {exc}") from exc
+        if security.sasl:
+            try:
+                login(self.request, security)  # type: ignore[arg-type]
+            except BaseException:
+                self._sock.close()
+                raise
 
     @classmethod
     def from_address(cls, address: str, **kwargs: object) -> BrokerConnection:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.client.assignors import ASSIGNORS
+from broker.client.security import CLIENT_SECURITY_KEYS, PLAINTEXT, SECURITY_KEY_NAMES, ClientSecurity
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME
 from broker.configdef import ConfigDef, ConfigError, Importance, Key, OneOf, Range, Scope, Type, invalid_value
 
@@ -55,6 +56,7 @@ CONSUMER_CONFIG = ConfigDef(
         _k("retry.backoff.ms", Type.INT, 100, 0, doc="The pause before a retry."),
         _k("metadata.max.age.ms", Type.INT, 300000, 0, doc="Metadata is refreshed at least this often."),
         _k("exclude.internal.topics", Type.BOOLEAN, True, doc="Subscriptions by pattern skip internal topics."),
+        *CLIENT_SECURITY_KEYS,
     ],
     aliases={
         "metadata.broker.list": "bootstrap.servers",
@@ -66,7 +68,7 @@ CONSUMER_CONFIG = ConfigDef(
         "key.deserializer", "value.deserializer", "interceptor.classes", "metric.reporters", "metrics.num.samples",
         "metrics.sample.window.ms", "metrics.recording.level", "receive.buffer.bytes", "send.buffer.bytes",
         "reconnect.backoff.ms", "reconnect.backoff.max.ms", "connections.max.idle.ms", "client.dns.lookup",
-        "check.crcs", "default.api.timeout.ms", "allow.auto.create.topics", "security.protocol", "client.rack",
+        "check.crcs", "default.api.timeout.ms", "allow.auto.create.topics", "client.rack",
         "isolation.level",
     },
 )
@@ -105,6 +107,7 @@ class GroupConsumerConfig:
     retry_backoff_ms: int
     metadata_max_age_ms: int
     exclude_internal_topics: bool
+    security: ClientSecurity = PLAINTEXT  # TLS and SASL (broker/client/security.py)
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any] | None = None, **kwargs: Any) -> GroupConsumerConfig:
@@ -120,7 +123,9 @@ class GroupConsumerConfig:
             if not v[key]:
                 raise ConfigError(f"Missing required configuration {key}", key)
         config = cls(
-            **{CONSUMER_CONFIG[k].attr: value for k, value in v.items() if k != "partition.assignment.strategy"},
+            **{CONSUMER_CONFIG[k].attr: value for k, value in v.items()
+               if k != "partition.assignment.strategy" and k not in SECURITY_KEY_NAMES},
+            security=ClientSecurity.from_props(given),
             assignors=_assignors(v["partition.assignment.strategy"]),
         )
         if not config.client_id:

@@ -95,7 +95,7 @@ class GroupConsumer(Closeable):
             c.group_id, c.client_id, self._candidates,
             session_timeout_ms=c.session_timeout_ms, rebalance_timeout_ms=c.max_poll_interval_ms,
             heartbeat_interval_ms=c.heartbeat_interval_ms, request_timeout_ms=c.request_timeout_ms,
-            retry_backoff_ms=c.retry_backoff_ms,
+            retry_backoff_ms=c.retry_backoff_ms, security=c.security,
         )
 
     # ------------------------------------------------------------------ public API
@@ -450,7 +450,8 @@ class GroupConsumer(Closeable):
         if client is None:
             host, port = self._brokers[broker_id]
             timeout = (self.config.request_timeout_ms + self.config.fetch_max_wait_ms) / 1000.0
-            client = SimpleConsumer(host, port, timeout=timeout, client_id=self.config.client_id)
+            client = SimpleConsumer(host, port, timeout=timeout, client_id=self.config.client_id,
+                                    security=self.config.security)
             self._fetchers[broker_id] = client
         return client
 
@@ -476,7 +477,7 @@ class GroupConsumer(Closeable):
             answer = self._metadata_from(self._metadata_client, wanted)
         for host, port in self._candidates() if answer is None else []:
             client = SimpleConsumer(host, port, timeout=self.config.request_timeout_ms / 1000.0,
-                                    client_id=self.config.client_id)
+                                    client_id=self.config.client_id, security=self.config.security)
             answer = self._metadata_from(client, wanted)
             if answer is not None:
                 break

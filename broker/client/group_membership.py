@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment
 from broker.protocol.errors import CoordinatorNotAvailableError, ErrorCode, KafkaError, error_for_code
 from broker.protocol.messages import ApiKey
@@ -93,9 +94,11 @@ class GroupMembership:
         heartbeat_interval_ms: int,
         request_timeout_ms: int,
         retry_backoff_ms: int,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.group_id = group_id
         self.client_id = client_id
+        self.security = security
         self._brokers = brokers
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
@@ -163,7 +166,7 @@ class GroupMembership:
             for host, port in list(dict.fromkeys(self._brokers())):
                 remaining = deadline - time.monotonic()
                 try:
-                    with BrokerConnection(host, port, client_id=self.client_id,
+                    with BrokerConnection(host, port, client_id=self.client_id, security=self.security,
                                           timeout=max(min(self.request_timeout, remaining), 0.5)) as conn:
                         found = conn.request(ApiKey.FIND_COORDINATOR, FIND_COORDINATOR_VERSION,
                                              {"key": self.group_id, "key_type": 0})
@@ -197,7 +200,7 @@ class GroupMembership:
         try:
             if self._conn is None or self._conn_target != target:
                 self._close_conn()
-                self._conn = BrokerConnection(target[1], target[2], client_id=self.client_id,
+                self._conn = BrokerConnection(target[1], target[2], client_id=self.client_id, security=self.security,
                                               timeout=self.request_timeout)
                 self._conn_target = target
             self._conn._sock.settimeout(timeout or self.request_timeout)
@@ -402,7 +405,7 @@ class GroupMembership:
                     if conn is not None:
                         conn.close()
                     conn, target = None, coordinator
-                    conn = BrokerConnection(coordinator[1], coordinator[2], client_id=self.client_id,
+                    conn = BrokerConnection(coordinator[1], coordinator[2], client_id=self.client_id, security=self.security,
                                             timeout=self.request_timeout)
                 answer = conn.request(ApiKey.HEARTBEAT, HEARTBEAT_VERSION, {
                     "group_id": self.group_id, "generation_id": generation.generation_id,

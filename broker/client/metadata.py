@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.protocol.errors import (
     ErrorCode,
     InvalidTopicError,
@@ -91,6 +92,7 @@ class ClusterMetadata:
         zookeeper_session_timeout_ms: int = 18000,
         zookeeper_connection_timeout_ms: int | None = None,
         listener_name: str = "PLAINTEXT",
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         if not bootstrap_servers and not zookeeper_connect:
             raise ValueError("set bootstrap.servers (or zookeeper.connect) to find the brokers")
@@ -101,6 +103,7 @@ class ClusterMetadata:
         self.max_age = metadata_max_age_ms / 1000.0
         self.allow_auto_create_topics = allow_auto_create_topics
         self.listener_name = listener_name
+        self.security = security
         self._brokers: dict[int, tuple[str, int]] = {}
         self._topics: dict[str, TopicInfo] = {}
         self._wanted: set[str] = set()
@@ -266,7 +269,8 @@ class ClusterMetadata:
             if remaining <= 0:
                 break
             try:
-                conn = BrokerConnection(host, port, client_id=self.client_id, timeout=min(self.request_timeout, remaining))
+                conn = BrokerConnection(host, port, client_id=self.client_id, timeout=min(self.request_timeout, remaining),
+                                        security=self.security)
             except (BrokerConnectionError, OSError) as exc:
                 errors.append(str(exc))
                 continue

@@ -104,6 +104,7 @@ class Producer(Closeable):
                 allow_auto_create_topics=settings.allow_auto_create_topics,
                 zookeeper_session_timeout_ms=settings.zookeeper_session_timeout_ms,
                 zookeeper_connection_timeout_ms=settings.zookeeper_connection_timeout_ms,
+                security=settings.security,
             )
         except ValueError as exc:
             raise ConfigError(str(exc), "bootstrap.servers") from None

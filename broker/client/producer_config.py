@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from broker.client.security import CLIENT_SECURITY_KEYS, PLAINTEXT, ClientSecurity
 from broker.configdef import INT_MAX, ConfigDef, ConfigError, Importance, Key, OneOf, Range, Scope, Type
 from broker.protocol.compression import CODEC_IDS, CODEC_NAMES
 
@@ -64,9 +65,7 @@ PRODUCER_CONFIG = ConfigDef(
         _k("zookeeper.session.timeout.ms", Type.INT, 18000, 1, doc="With `zookeeper.connect`: the session timeout."),
         _k("zookeeper.connection.timeout.ms", Type.INT, None,
            doc="With `zookeeper.connect`: the connection timeout; when unset, `max.block.ms` up to 30 s."),
-        _k("security.protocol", Type.STRING, "PLAINTEXT",
-           validator=OneOf(("plaintext",), ignore_case=True, reason="not supported yet (only PLAINTEXT)"),
-           doc="Only `PLAINTEXT`."),
+        *CLIENT_SECURITY_KEYS,
         _k("send.buffer.bytes", Type.INT, 131072, importance=Importance.LOW, doc="Accepted, not used."),
     ],
     aliases={
@@ -143,6 +142,7 @@ class ProducerConfig:
     allow_auto_create_topics: bool
     zookeeper_session_timeout_ms: int
     zookeeper_connection_timeout_ms: int
+    security: ClientSecurity = PLAINTEXT  # TLS and SASL (broker/client/security.py)
 
     @classmethod
     def from_props(cls, config: Mapping[str, Any] | None = None, **kwargs: Any) -> ProducerConfig:
@@ -165,6 +165,7 @@ class ProducerConfig:
         max_block = v["max.block.ms"] / 1000.0
         zk_timeout = v["zookeeper.connection.timeout.ms"]
         return cls(
+            security=ClientSecurity.from_props(given),
             props={**{k.name: _text(k.default) for k in PRODUCER_CONFIG}, **given},
             client_id=v["client.id"],
             bootstrap_servers=v["bootstrap.servers"],

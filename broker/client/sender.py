@@ -238,7 +238,8 @@ class Sender(threading.Thread):
             self.metadata.request_update()
             return None
         try:
-            conn = BrokerConnection(address[0], address[1], client_id=self.p.client_id, timeout=min(self.p.request_timeout, 10.0))
+            conn = BrokerConnection(address[0], address[1], client_id=self.p.client_id, timeout=min(self.p.request_timeout, 10.0),
+                                    security=self.p.settings.security)
         except (BrokerConnectionError, OSError) as exc:
             log.debug("cannot connect to broker %s: %s", node, exc)
             self.node_backoff[node] = time.monotonic() + self.p.retry_backoff

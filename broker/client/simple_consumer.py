@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from broker.client.closeable import Closeable
 from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.protocol.errors import (
     ErrorCode,
     KafkaError,
@@ -148,8 +149,10 @@ class SimpleConsumer(Closeable):
     """
 
     def __init__(self, host: str, port: int, timeout: float = 30.0, buffer_size: int = DEFAULT_FETCH_SIZE,
-                 client_id: str = "logbus-simple-consumer", max_wait_ms: int = 0, min_bytes: int = 0) -> None:
+                 client_id: str = "logbus-simple-consumer", max_wait_ms: int = 0, min_bytes: int = 0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.host = host
+        self.security = security
         self.port = int(port)
         self.timeout = timeout
         self.buffer_size = buffer_size
@@ -169,7 +172,8 @@ class SimpleConsumer(Closeable):
 
     def _request(self, api_key: ApiKey, version: int, body: dict) -> dict:
         if self._conn is None:
-            self._conn = BrokerConnection(self.host, self.port, client_id=self.client_id, timeout=self.timeout)
+            self._conn = BrokerConnection(self.host, self.port, client_id=self.client_id, timeout=self.timeout,
+                                          security=self.security)
         try:
             return self._conn.request(api_key, version, body)  # type: ignore[return-value]
         except (BrokerConnectionError, OSError) as exc:

@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from twisted.internet import defer, threads
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOFactory
 
 from broker.cluster.controller import Controller, request_controlled_shutdown
 from broker.cluster.ids import ProducerIdAllocator, get_or_create_cluster_id
@@ -29,12 +30,14 @@ from broker.server.connection import KafkaServerFactory
 from broker.server.dispatch import Dispatcher
 from broker.server.dynamic_configs import ConfigChangeListener
 from broker.server.handlers import ALL_HANDLERS
+from broker.server.kafka_client import InterBrokerLink
 from broker.server.log_cleaner import LogCleanerService
 from broker.server.metadata import BrokerEndpoint, MetadataCache
 from broker.server.metrics import BrokerMetrics, listen_metrics
 from broker.server.partition_states import ZkPartitionStates
 from broker.server.replica_fetcher import ReplicaFetcherManager
 from broker.server.replica_manager import ReplicaManager
+from broker.server.tls import ServerTlsContext
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
 from broker.storage.cleaner_manager import LogCleanerManager
 from broker.storage.config import LogConfig
@@ -82,6 +85,7 @@ class Broker:
         self.broker_id = config.broker_id
         self.request_peer_host: str | None = None  # the client's address while a request is dispatched (JoinGroup's HOST)
         self.request_principal: str = ANONYMOUS  # who sent the request being dispatched (SASL login, else ANONYMOUS)
+        self.request_listener: str | None = None  # the listener it came in on (Metadata answers with its endpoints)
         self.log_config = LogConfig.from_broker(config.props)
         self.metadata = MetadataCache()
         self.controller: Controller | None = None
@@ -98,6 +102,7 @@ class Broker:
         self.dispatcher.metrics = self.metrics
         self.metrics_port: int | None = None  # the bound metrics.port, once listening
         self.topics = TopicAdmin(self)
+        self.inter_broker = InterBrokerLink(config.inter_broker_security())  # how followers reach leaders
         # Set by start(); read through the properties below, which refuse before then.
         self._zk: ZkClient | None = None
         self._logs: LogManager | None = None
@@ -169,6 +174,7 @@ class Broker:
                 self.broker_id,
                 self.endpoints,
                 rack=config.broker_rack,
+                security_protocol_map=config.listener_security_protocol_map,
                 stale_wait_s=config.zookeeper_session_timeout_ms / 1000.0 + 1.0,
             )
         except BaseException:
@@ -214,10 +220,15 @@ class Broker:
         )
 
     def _listen(self) -> None:
-        factory = KafkaServerFactory(self, self.dispatcher)
         bound: dict[str, int] = {}
         for listener in self.config.listeners:
             interface = "" if listener.host in ("", "0.0.0.0") else listener.host
+            security = self.config.security(listener.name)
+            factory: Any = KafkaServerFactory(self, self.dispatcher, security)
+            if security.ssl is not None:
+                context: Any = ServerTlsContext(security.ssl, listener.name)
+                factory = TLSMemoryBIOFactory(context, False, factory)
+                factory.noisy = False
             port = self.reactor.listenTCP(listener.port, factory, interface=interface, backlog=512)
             self._ports.append(port)
             bound[listener.name] = port.getHost().port
@@ -284,9 +295,11 @@ class Broker:
         return None
 
     def _set_brokers(self, brokers: dict[int, Any]) -> None:
-        self.metadata.brokers = {
-            broker_id: BrokerEndpoint(broker_id, info.host, info.port, info.rack) for broker_id, info in brokers.items()
-        }
+        self.metadata.set_brokers(
+            {broker_id: {e.name: BrokerEndpoint(broker_id, e.host, e.port, info.rack) for e in info.endpoints}
+             for broker_id, info in brokers.items()},
+            self.config.inter_broker_listener,
+        )
         if self._coordinator is not None:
             self._coordinator.brokers_changed()
 

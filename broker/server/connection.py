@@ -3,15 +3,20 @@
 Requests may complete out of order (a long-polling fetch, a produce waiting on a flush), but a
 Kafka client matches responses by order as well as correlation id, so each request reserves a
 slot and responses are written only from the head of the queue.
+
+On a SASL listener nothing but ApiVersions and the login (broker/server/sasl_login.py) is answered
+before the login completes; on a TLS listener a failed handshake is logged once, when the
+connection ends.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
-from twisted.internet.interfaces import IHalfCloseableProtocol
+from twisted.internet.interfaces import IHalfCloseableProtocol, IHandshakeListener
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -19,9 +24,12 @@ from zope.interface import implementer  # type: ignore[import-untyped]
 
 from broker.protocol.errors import ProtocolDecodeError
 from broker.protocol.header import RequestHeader, decode_request_header
+from broker.security.listener_config import ListenerSecurity
 from broker.security.principal import ANONYMOUS
 from broker.server.dispatch import NO_RESPONSE, Dispatcher
-from broker.server.sendfile import SliceSender, supports_zero_copy
+from broker.server.sasl_login import BEFORE_LOGIN, SASL_KEYS, SaslLogin
+from broker.server.sendfile import CHUNK_BYTES, ChunkSender, SliceSender, supports_zero_copy
+from broker.server.tls import verify_failure
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
@@ -32,6 +40,7 @@ _SIZE_BYTES = 4
 _READ_BUFFER_SIZE = 256 * 1024
 _LARGE_FRAME = 64 * 1024  # frames this big are received into their own buffer (see _start_large)
 _PENDING = object()
+_SIZE = struct.Struct(">i")
 
 
 class _Slot:
@@ -39,22 +48,27 @@ class _Slot:
 
     __slots__ = ("header", "parts")
 
-    def __init__(self, header: RequestHeader) -> None:
+    def __init__(self, header: RequestHeader | None) -> None:  # None: a bare SASL token (SaslHandshake v0)
         self.header = header
         self.parts: Any = _PENDING
 
 
-@implementer(IHalfCloseableProtocol)
+@implementer(IHalfCloseableProtocol, IHandshakeListener)
 class KafkaConnection(Protocol):
     """Reads Kafka request frames, dispatches them, writes the responses in order.
 
     A client that half-closes (shuts down its sending side) after its last request still gets
     every answer; the connection closes once they are written."""
 
-    def __init__(self, broker: Broker, dispatcher: Dispatcher) -> None:
+    def __init__(self, broker: Broker, dispatcher: Dispatcher, security: ListenerSecurity | None = None) -> None:
         self.broker = broker
         self.dispatcher = dispatcher
+        self.security = security
+        self.listener = security.name if security is not None else None
+        self._login: SaslLogin | None = None  # on a SASL listener, from connectionMade
+        self._tls_done = security is None or security.ssl is None
         self.max_request_bytes = broker.config.socket_request_max_bytes
+        self._sasl_max_receive = broker.config.sasl_server_max_receive_size  # what a client may send before its login
         self._buffer = bytearray()
         self._large: bytearray | None = None  # a large frame being received, and how much of it has come
         self._large_filled = 0
@@ -68,13 +82,24 @@ class KafkaConnection(Protocol):
 
     def connectionMade(self) -> None:
         transport: Any = self.transport
-        if hasattr(transport, "bufferSize"):
-            transport.bufferSize = _READ_BUFFER_SIZE
-        if hasattr(transport, "setTcpNoDelay"):
-            transport.setTcpNoDelay(True)
+        tcp = getattr(transport, "transport", transport) if self.security and self.security.ssl else transport  # under TLS
+        if hasattr(tcp, "bufferSize"):
+            tcp.bufferSize = _READ_BUFFER_SIZE
+        if hasattr(tcp, "setTcpNoDelay"):
+            tcp.setTcpNoDelay(True)
         self._zero_copy = supports_zero_copy(transport)
+        if self.security is not None and self.security.uses_sasl:
+            self._login = SaslLogin(self.broker, self.security, self._peer_host())
+
+    def handshakeCompleted(self) -> None:  # noqa: N802 - Twisted's name (IHandshakeListener)
+        self._tls_done = True
 
     def connectionLost(self, reason: Failure | None = None) -> None:
+        if not self._tls_done and not self._closed:
+            handle = getattr(self.transport, "getHandle", lambda: None)()
+            why = verify_failure(handle) or (reason.getErrorMessage() if reason is not None else "")
+            log.info("TLS handshake with {peer} on listener {listener} failed: {why}", peer=self._peer_host(),
+                     listener=self.listener, why=why or "the client closed the connection")
         self._closed = True
         self._slots.clear()
         self._outgoing.clear()
@@ -94,8 +119,14 @@ class KafkaConnection(Protocol):
             transport: Any = self.transport
             transport.loseConnection()
 
+    def _refuse_more(self) -> None:
+        """Read nothing more; close once what was asked is answered (a refused login)."""
+        self._read_closed = True
+        self._buffer.clear()
+        self._large = None
+
     def dataReceived(self, data: bytes) -> None:
-        if self._closed:
+        if self._closed or self._read_closed:
             return
         rest: bytes | memoryview = data
         if self._large is not None:
@@ -110,6 +141,10 @@ class KafkaConnection(Protocol):
             if size < 0 or size > self.max_request_bytes:
                 self._close(f"request size {size} is outside 0..socket.request.max.bytes ({self.max_request_bytes})")
                 return
+            if self._login is not None and not self._login.complete and size > self._sasl_max_receive:
+                self._close(f"request size {size} before a SASL login is above sasl.server.max.receive.size "
+                            f"({self._sasl_max_receive})")
+                return
             end = start + _SIZE_BYTES + size
             if len(buffer) < end:
                 if size >= _LARGE_FRAME:
@@ -119,7 +154,7 @@ class KafkaConnection(Protocol):
             frame = buffer[start + _SIZE_BYTES : end]
             start = end
             self._handle_frame(frame)
-            if self._closed:
+            if self._closed or self._read_closed:
                 return
         if start:
             # A fresh buffer for the rest: one cut at the front would make every later append copy it whole.
@@ -148,21 +183,49 @@ class KafkaConnection(Protocol):
         return memoryview(data)[take:]
 
     def _handle_frame(self, frame: bytearray) -> None:
+        login = self._login
+        if login is not None and login.raw_tokens:
+            self._handle_raw_token(login, bytes(frame))
+            return
         try:
             header = decode_request_header(frame)
         except ProtocolDecodeError as exc:
             self._close(f"malformed request header: {exc}")
             return
-        self.broker.request_peer_host = getattr(self._peer(), "host", None)
-        self.broker.request_principal = self.principal
+        body = memoryview(frame)[header.body_offset :]
         try:
-            result = self.dispatcher.dispatch(self.broker, header, memoryview(frame)[header.body_offset :])
+            if login is not None and not login.complete:
+                if header.api_key not in BEFORE_LOGIN:
+                    self._close(f"API key {header.api_key} request before SASL authentication on listener {self.listener}")
+                    return
+                if header.api_key in SASL_KEYS:
+                    self._reserve(header, login.handle(header, body))
+                    return
+            self.broker.request_peer_host = getattr(self._peer(), "host", None)
+            self.broker.request_principal = self.principal
+            self.broker.request_listener = self.listener
+            try:
+                result = self.dispatcher.dispatch(self.broker, header, body)
+            finally:
+                self.broker.request_peer_host = None
+                self.broker.request_principal = ANONYMOUS
+                self.broker.request_listener = None
         except ProtocolDecodeError as exc:
             self._close(f"malformed {header.api_key} v{header.api_version} request: {exc}")
             return
-        finally:
-            self.broker.request_peer_host = None
-            self.broker.request_principal = ANONYMOUS
+        self._reserve(header, result)
+
+    def _handle_raw_token(self, login: SaslLogin, token: bytes) -> None:
+        """A bare SASL token after SaslHandshake v0: answered bare; a refusal closes at once."""
+        answer = login.raw_token(token)
+        slot = _Slot(None)
+        self._slots.append(slot)
+        if isinstance(answer, defer.Deferred):
+            answer.addCallbacks(self._fill, self._fail, callbackArgs=(slot,), errbackArgs=(slot,))
+        else:
+            self._fill(answer, slot)
+
+    def _reserve(self, header: RequestHeader, result: Any) -> None:
         slot = _Slot(header)
         self._slots.append(slot)
         if isinstance(result, defer.Deferred):
@@ -172,6 +235,19 @@ class KafkaConnection(Protocol):
 
     def _fill(self, response: Any, slot: _Slot) -> None:
         if self._closed:
+            return
+        login = self._login
+        if login is not None:
+            if login.complete:
+                self.principal = login.exchange.principal or ANONYMOUS
+            elif login.failed:
+                if slot.header is None:
+                    self._close("SASL login refused")
+                    return
+                self._refuse_more()
+        if slot.header is None:
+            slot.parts = [_SIZE.pack(len(response)) + response]
+            self._flush_ready()
             return
         try:
             slot.parts = None if response is NO_RESPONSE else self.dispatcher.encode_response(slot.header, response)
@@ -204,8 +280,11 @@ class KafkaConnection(Protocol):
             elif self._zero_copy:
                 self._sending_slice = True
                 SliceSender(transport, part, self._slice_sent).start()
-            else:
+            elif part.size <= CHUNK_BYTES:
                 transport.write(part.read_bytes())
+            else:
+                self._sending_slice = True
+                ChunkSender(transport, part, self._slice_sent).start()
         self._close_when_answered()
 
     def _slice_sent(self) -> None:
@@ -226,15 +305,20 @@ class KafkaConnection(Protocol):
         transport: Any = self.transport
         return transport.getPeer()
 
+    def _peer_host(self) -> str:
+        peer = self._peer()
+        return f"{getattr(peer, 'host', peer)}:{getattr(peer, 'port', '')}"
+
 
 class KafkaServerFactory(Factory):
     """Builds a KafkaConnection per accepted client."""
 
     noisy = False
 
-    def __init__(self, broker: Broker, dispatcher: Dispatcher) -> None:
+    def __init__(self, broker: Broker, dispatcher: Dispatcher, security: ListenerSecurity | None = None) -> None:
         self.broker = broker
         self.dispatcher = dispatcher
+        self.security = security
 
     def buildProtocol(self, addr: Any) -> KafkaConnection:
-        return KafkaConnection(self.broker, self.dispatcher)
+        return KafkaConnection(self.broker, self.dispatcher, self.security)

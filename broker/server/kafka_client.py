@@ -1,7 +1,9 @@
 """A Twisted client connection to another broker, speaking the Kafka protocol (replica fetchers).
 
 ``request(api_key, version, body)`` returns a Deferred of the decoded response dict; responses
-are matched by correlation id. A lost connection fails every pending request.
+are matched by correlation id. A lost connection fails every pending request. ``InterBrokerLink``
+connects on the inter-broker listener: TLS when it is SSL/SASL_SSL, then the broker's own SASL
+login when it is SASL_* (the flow is broker/security/sasl_client.py, shared with the clients).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ import struct
 from typing import Any
 
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrapClientTLS
 from twisted.internet.error import ConnectionLost
 from twisted.protocols.basic import Int32StringReceiver
 
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
+from broker.security.listener_config import InterBrokerSecurity
+from broker.security.sasl_client import login_steps
+from broker.server.tls import client_tls_options
 
 _CORRELATION = struct.Struct(">i")
 
@@ -61,6 +66,18 @@ class KafkaClientProtocol(Int32StringReceiver):
             return
         d.callback(response)
 
+    @defer.inlineCallbacks
+    def login(self, mechanism: str, username: str, password: str) -> Any:
+        """The SASL login, request by request; fails with the broker's refusal."""
+        steps = login_steps(mechanism, username, password)
+        step = next(steps)
+        while True:
+            response = yield self.request(*step)
+            try:
+                step = steps.send(response)
+            except StopIteration:
+                return None
+
     def lengthLimitExceeded(self, length: int) -> None:
         self.close()
 
@@ -77,6 +94,35 @@ class KafkaClientProtocol(Int32StringReceiver):
             transport.loseConnection()
 
 
-def connect(reactor: Any, host: str, port: int, client_id: str, timeout: float) -> defer.Deferred[KafkaClientProtocol]:
-    endpoint = TCP4ClientEndpoint(reactor, host, port, timeout=timeout)
+def connect(reactor: Any, host: str, port: int, client_id: str, timeout: float,
+            tls: Any = None) -> defer.Deferred[KafkaClientProtocol]:
+    """A connection (TLS with the ``tls`` client options when given)."""
+    endpoint: Any = TCP4ClientEndpoint(reactor, host, port, timeout=timeout)
+    if tls is not None:
+        endpoint = wrapClientTLS(tls, endpoint)
     return connectProtocol(endpoint, KafkaClientProtocol(client_id))
+
+
+class InterBrokerLink:
+    """Connects this broker to the others on the inter-broker listener (BrokerConfig.inter_broker_security)."""
+
+    def __init__(self, security: InterBrokerSecurity) -> None:
+        self.security = security
+
+    def connect(self, reactor: Any, host: str, port: int, client_id: str, timeout: float) -> defer.Deferred[Any]:
+        """A connection to another broker, logged in when the listener asks for it."""
+        security = self.security
+        tls = client_tls_options(security.ssl, host) if security.ssl is not None else None
+        d: defer.Deferred[Any] = connect(reactor, host, port, client_id, timeout, tls)
+        mechanism = security.mechanism
+        if mechanism is None:
+            return d
+
+        def log_in(conn: KafkaClientProtocol) -> defer.Deferred[Any]:
+            def failed(failure: Any) -> Any:
+                conn.close()
+                return failure
+
+            return conn.login(mechanism, security.username, security.password).addCallbacks(lambda _: conn, failed)
+
+        return d.addCallback(log_in)

@@ -18,7 +18,7 @@ from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import Tail, iter_batches
 from broker.protocol.records import layout as batch
-from broker.server.kafka_client import KafkaClientProtocol, connect
+from broker.server.kafka_client import KafkaClientProtocol
 from broker.storage.leader_epoch import UNDEFINED_EPOCH
 
 if TYPE_CHECKING:
@@ -142,7 +142,8 @@ class ReplicaFetcher:
         if endpoint is None:
             return defer.succeed(None)
         client_id = f"replica-fetcher-{self.broker.broker_id}"
-        connecting = connect(self.broker.reactor, endpoint.host, endpoint.port, client_id, self.timeout_s)
+        connecting = self.broker.inter_broker.connect(self.broker.reactor, endpoint.host, endpoint.port, client_id,
+                                                      self.timeout_s)
         return cast("defer.Deferred[KafkaClientProtocol | None]", connecting)
 
     def _request(self, api_key: ApiKey, version: int, body: dict) -> defer.Deferred[dict]:

@@ -2,7 +2,9 @@
 
 A slice is sent by a pull producer registered on the transport: Twisted asks it for more only
 when its own write buffer is empty, so bytes written before the slice go out before it, and the
-kernel copies the file straight to the socket. TLS transports get the bytes read into memory.
+kernel copies the file straight to the socket. TLS transports cannot use it (the bytes must be
+encrypted in user space): ``ChunkSender`` reads a large slice in 1 MiB chunks, each written when
+the transport asks for more, so a big fetch over TLS never holds the whole slice in memory.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from twisted.logger import Logger
 from zope.interface import implementer  # type: ignore[import-untyped]
 
 log = Logger()
+
+CHUNK_BYTES = 1 << 20  # what ChunkSender reads from the segment at a time
 
 
 def supports_zero_copy(transport: Any) -> bool:
@@ -75,6 +79,51 @@ class SliceSender:
             self._done()
         else:
             transport.startWriting()
+
+    def stopProducing(self) -> None:
+        self._stopped = True
+
+    def _abort(self, why: str) -> None:
+        log.warn("closing connection: {why}", why=why)
+        self._stopped = True
+        self._transport.unregisterProducer()
+        self._transport.abortConnection()
+
+
+@implementer(IPullProducer)
+class ChunkSender:
+    """Sends one file slice through a transport that needs the bytes (TLS), a chunk at a time."""
+
+    def __init__(self, transport: Any, file_slice: Any, done: Callable[[], None]) -> None:
+        self._transport = transport
+        self._file = file_slice.file
+        self._position = file_slice.position
+        self._remaining = file_slice.size
+        self._done = done
+        self._stopped = False
+
+    def start(self) -> None:
+        self._transport.registerProducer(self, False)
+
+    def resumeProducing(self) -> None:
+        if self._stopped:
+            return
+        want = min(CHUNK_BYTES, self._remaining)
+        try:
+            data = self._file.pread(want, self._position)
+        except OSError as exc:
+            self._abort(f"reading a log segment failed: {exc}")
+            return
+        if len(data) < want:
+            self._abort("log segment was truncated under a fetch")
+            return
+        self._position += want
+        self._remaining -= want
+        self._transport.write(data)
+        if self._remaining == 0:
+            self._stopped = True
+            self._transport.unregisterProducer()
+            self._done()
 
     def stopProducing(self) -> None:
         self._stopped = True

@@ -3,10 +3,13 @@
     logbus configs --bootstrap-server H:P --entity-type topics --entity-name t --alter --add-config retention.ms=1000
     logbus configs --bootstrap-server H:P --entity-type brokers --entity-default --alter --delete-config log.retention.ms
     logbus configs --bootstrap-server H:P --entity-type topics --entity-name t --describe
+    logbus configs --zookeeper Z:2181 --entity-type users --entity-name alice --alter \
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
 
 Each entity type is one entry of ENTITY_TYPES (how to alter and describe it); topics and brokers
 go through IncrementalAlterConfigs and DescribeConfigs, so every broker applies a change within
-moments through /config/changes.
+moments through /config/changes. Users (SCRAM credentials) are written to ZooKeeper
+(/config/users/<user>, salted, as Kafka stores them): brokers read them at each login.
 """
 
 from __future__ import annotations
@@ -16,8 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.security import ClientSecurity
+from broker.cluster.zk import ZkClient
+from broker.cluster.zkdata import ConfigType, is_storable_name
+from broker.config import load_properties
+from broker.configdef import ConfigError
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
+from broker.security.scram import DEFAULT_ITERATIONS, ScramCredential, ScramFormatError, make_credential
+from broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from broker.tools import CommandError
 
 INCREMENTAL_ALTER_CONFIGS_VERSION = 0
@@ -37,7 +47,11 @@ class EntityType:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="brokers of the cluster")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="brokers of the cluster")
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper (users: SCRAM credentials)")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties for --bootstrap-server (security.protocol, ssl.*, sasl.*)")
     parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES), help="what to configure")
     name = parser.add_mutually_exclusive_group()
     name.add_argument("--entity-name", help="the topic name or broker id")
@@ -73,10 +87,16 @@ def parse_add_config(text: str | None) -> dict[str, str]:
 
 
 def _connection(args: argparse.Namespace) -> BrokerConnection:
+    if not args.bootstrap_server:
+        raise CommandError(f"--entity-type {args.entity_type} needs --bootstrap-server")
+    try:
+        security = ClientSecurity.from_props(load_properties(args.command_config) if args.command_config else {})
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from None
     errors = []
     for address in [a.strip() for a in args.bootstrap_server.split(",") if a.strip()]:
         try:
-            return BrokerConnection.from_address(address, client_id="logbus-configs", timeout=30.0)
+            return BrokerConnection.from_address(address, client_id="logbus-configs", timeout=30.0, security=security)
         except (OSError, BrokerConnectionError, ValueError) as exc:
             errors.append(f"{address}: {exc}")
     raise CommandError("no bootstrap server answered: " + "; ".join(errors))
@@ -118,11 +138,81 @@ def _describe_over_protocol(resource_type: int, label: str) -> Callable[[argpars
     return describe
 
 
-#: entity type -> how to alter and describe it. Another kind of entity (users: SCRAM credentials)
-#: joins by adding its entry here.
+def _zk(args: argparse.Namespace) -> ZkClient:
+    if not args.zookeeper:
+        raise CommandError("--entity-type users needs --zookeeper (AlterUserScramCredentials is not served)")
+    zk = ZkClient(args.zookeeper, session_timeout_ms=10000)
+    try:
+        zk.start(timeout=15)
+    except Exception as exc:
+        raise CommandError(f"cannot reach ZooKeeper {args.zookeeper}: {exc}") from None
+    return zk
+
+
+def scram_settings(mechanism: str, value: str) -> tuple[str, int]:
+    """``iterations=8192,password=secret`` (iterations optional) -> (password, iterations)."""
+    fields: dict[str, str] = {}
+    for part in value.split(","):
+        key, sep, val = part.partition("=")
+        if not sep:
+            raise CommandError(f"{mechanism}: expected [iterations=N,]password=P, got {value!r}")
+        fields[key.strip()] = val
+    if "password" not in fields:
+        raise CommandError(f"{mechanism}: password=... is required")
+    try:
+        return fields["password"], int(fields.get("iterations", DEFAULT_ITERATIONS))
+    except ValueError:
+        raise CommandError(f"{mechanism}: iterations must be a number") from None
+
+
+def _alter_user(args: argparse.Namespace, name: str, to_set: dict[str, str], to_delete: list[str]) -> int:
+    unknown = sorted((set(to_set) | set(to_delete)) - set(SCRAM_MECHANISMS))
+    if unknown:
+        raise CommandError(f"users take {', '.join(SCRAM_MECHANISMS)} only, not {', '.join(unknown)}")
+    if not is_storable_name(name):
+        raise CommandError(f"{name!r} cannot be a user name")
+    credentials = {}
+    for mechanism, value in to_set.items():
+        password, iterations = scram_settings(mechanism, value)
+        try:
+            credentials[mechanism] = make_credential(mechanism, password, iterations).to_config()
+        except ScramFormatError as exc:
+            raise CommandError(str(exc)) from None
+    zk = _zk(args)
+    try:
+        config = zk.entity_config(ConfigType.USER, name)
+        config.update(credentials)
+        for mechanism in to_delete:
+            config.pop(mechanism, None)
+        zk.change_entity_config(ConfigType.USER, name, config)
+    finally:
+        zk.stop()
+    print(f"Completed updating config for user {name}.")
+    return 0
+
+
+def _describe_user(args: argparse.Namespace, name: str) -> int:
+    zk = _zk(args)
+    try:
+        config = zk.entity_config(ConfigType.USER, name)
+    finally:
+        zk.stop()
+    shown = []
+    for mechanism in SCRAM_MECHANISMS:
+        if mechanism in config:
+            try:
+                shown.append(f"{mechanism}=iterations={ScramCredential.from_config(config[mechanism]).iterations}")
+            except ScramFormatError:
+                shown.append(f"{mechanism}=(unreadable)")
+    print(f"SCRAM credential configs for user-principal '{name}' are {', '.join(shown)}")
+    return 0
+
+
+#: entity type -> how to alter and describe it.
 ENTITY_TYPES: dict[str, EntityType] = {
     "topics": EntityType("topic", _alter_over_protocol(2, "topic"), _describe_over_protocol(2, "topic")),
     "brokers": EntityType("broker", _alter_over_protocol(4, "broker"), _describe_over_protocol(4, "broker")),
+    "users": EntityType("user", _alter_user, _describe_user),
 }
 
 

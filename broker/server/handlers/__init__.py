@@ -30,6 +30,7 @@ from broker.server.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl,
     sync_group,
 )
 
@@ -67,4 +68,4 @@ ALL_HANDLERS = [
         incremental_alter_configs,
         elect_leaders,
     )
-]
+] + [sasl.HANDSHAKE, sasl.AUTHENTICATE]

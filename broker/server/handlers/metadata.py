@@ -83,7 +83,8 @@ def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who:
     return {
         "throttle_time_ms": 0,
         "brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in cache.brokers.values()
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+            for b in cache.brokers_on(broker.request_listener)
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
