@@ -42,6 +42,7 @@ from typing import Any
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.group_consumer import GroupConsumer
+from broker.client.security import ClientSecurity
 from broker.client.simple_consumer import MessageAndMetadata
 from broker.client.zk_consumer import ConsumerTimeoutException
 from broker.protocol.errors import KafkaError
@@ -183,7 +184,8 @@ class GroupSource:
         self.owned: set[TP] | None = None  # members copy only what they were assigned: no fence needed
         self.skip: dict[TP, frozenset[int]] = {}  # offsets already in the target (exact resume, keyed)
         self.listener: Any = None  # the mirror's ExactResume: where a claimed partition resumes
-        self._admin = TargetAdmin(cfg.bootstrap_servers)
+        self.security = ClientSecurity.from_props(cfg.consumer_props)
+        self._admin = TargetAdmin(cfg.bootstrap_servers, security=self.security)
         self._no_configs: set[str] = set()
 
     def start(self, topic_filter: Any, num_streams: int, stop: threading.Event, prepare=None,
@@ -198,7 +200,7 @@ class GroupSource:
         timeout = poll_timeout(self.cfg.consumer_props)
         self.streams = [GroupStream(self, props, pattern, timeout, flushed or (lambda: False))
                         for _ in range(num_streams)]
-        self.probe = MetadataLagProbe(self.cfg.bootstrap_servers)
+        self.probe = MetadataLagProbe(self.cfg.bootstrap_servers, self.security)
         if prepare is not None:
             try:
                 topics = self._admin.call(lambda a: a.list_topics())

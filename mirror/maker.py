@@ -63,6 +63,7 @@ from typing import Any
 
 from broker.client.accumulator import VARINT_TABLE, encode_headers
 from broker.client.producer import Producer
+from broker.client.security import ClientSecurity
 from broker.client.zk_consumer import ConsumerTimeoutException, RawChunk, ZookeeperConsumerConnector
 from broker.cluster.zk import ZkClient
 from broker.cluster.zkdata import ClusterIdZNode
@@ -302,8 +303,9 @@ class MirrorMaker:
         if cfg.metrics_port:
             self.metrics_server = MetricsServer(MirrorMetrics(self).render, cfg.metrics_host, cfg.metrics_port)
         bootstrap = self._target_bootstrap()
-        self.admin = TargetAdmin(bootstrap)
-        self.scanner = TailScanner(bootstrap, cfg.resume_scan_max_records)
+        security = ClientSecurity.from_props(cfg.producer_props)  # the aggregate's, as the producer's
+        self.admin = TargetAdmin(bootstrap, security=security)
+        self.scanner = TailScanner(bootstrap, cfg.resume_scan_max_records, security=security)
         self.target_id = self.admin.cluster_id(attempts=4)  # at start-up a target that is down is an error, said soon
         if not self.target_id:
             raise MirrorError("the aggregate cluster did not tell its cluster id (Metadata v2+); cannot prevent loops")

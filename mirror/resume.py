@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from broker.client.connection import BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.client.simple_consumer import SimpleConsumer
 from broker.protocol.errors import KafkaError
 from broker.protocol.origin import HEADER, Origin, parse_origin
@@ -71,8 +72,10 @@ class _Scan:
 class TailScanner:
     """Reads target partitions' tails through their leaders (one SimpleConsumer per broker)."""
 
-    def __init__(self, bootstrap: str, max_records: int = DEFAULT_SCAN_MAX_RECORDS, timeout: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, max_records: int = DEFAULT_SCAN_MAX_RECORDS, timeout: float = 30.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap = [a.strip() for a in bootstrap.split(",") if a.strip()]
+        self.security = security
         self.max_records = max_records
         self.timeout = timeout
         self._brokers: dict[tuple[str, int], SimpleConsumer] = {}
@@ -248,7 +251,7 @@ class TailScanner:
     def _connection(self, host: str, port: int) -> SimpleConsumer:
         consumer = self._brokers.get((host, port))
         if consumer is None:
-            consumer = self._brokers[(host, port)] = SimpleConsumer(host, port, timeout=self.timeout,
+            consumer = self._brokers[(host, port)] = SimpleConsumer(host, port, timeout=self.timeout, security=self.security,
                                                                     client_id="logbus-mirror-resume")
         return consumer
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.client.simple_consumer import SimpleConsumer
 from broker.metrics_text import Histogram
 
@@ -27,6 +28,7 @@ class LagProbe:
 
     def __init__(self, zk) -> None:
         self.zk = zk
+        self.security: ClientSecurity = PLAINTEXT  # a ZooKeeper source is read in plaintext
         self._consumers: dict[tuple[str, int], SimpleConsumer] = {}
 
     def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -40,7 +42,8 @@ class LagProbe:
             try:
                 consumer = self._consumers.get(address)
                 if consumer is None:
-                    consumer = self._consumers[address] = SimpleConsumer(address[0], address[1], timeout=5.0)
+                    consumer = self._consumers[address] = SimpleConsumer(address[0], address[1], timeout=5.0,
+                                                                                         security=self.security)
                 result[(topic, partition)] = consumer.latest_offset(topic, partition)
             except Exception:  # noqa: BLE001 - a leader that is away: unknown lag
                 self._drop_all()
@@ -75,9 +78,11 @@ class LagProbe:
 class MetadataLagProbe(LagProbe):
     """LagProbe for a source reached by ``bootstrap.servers``: leaders from a Metadata request."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: ClientSecurity = PLAINTEXT) -> None:
         super().__init__(None)
-        self.bootstrap = [SimpleConsumer.from_address(a, timeout=5.0) for a in bootstrap.split(",") if a.strip()]
+        self.security = security
+        self.bootstrap = [SimpleConsumer.from_address(a, timeout=5.0, security=security)
+                          for a in bootstrap.split(",") if a.strip()]
 
     def _leaders(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, int]]:
         topics = sorted({t for t, _ in partitions})

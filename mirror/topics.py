@@ -25,6 +25,7 @@ from typing import Any
 
 from broker.client.admin import AdminClient
 from broker.client.connection import BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.protocol.errors import InvalidPartitionsError, KafkaError, TopicAlreadyExistsError
 from broker.protocol.messages import ApiKey
 
@@ -37,9 +38,10 @@ NOT_COPIED = {"leader.replication.throttled.replicas", "follower.replication.thr
 class TargetAdmin:
     """An AdminClient on the aggregate cluster that reconnects to any bootstrap broker on error."""
 
-    def __init__(self, bootstrap: str, timeout: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 30.0, security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
         self.timeout = timeout
+        self.security = security
         self._admin: AdminClient | None = None
         self._lock = threading.Lock()
 
@@ -49,7 +51,7 @@ class TargetAdmin:
             with self._lock:
                 try:
                     if self._admin is None:
-                        self._admin = AdminClient(self.bootstrap, timeout=self.timeout)
+                        self._admin = AdminClient(self.bootstrap, timeout=self.timeout, security=self.security)
                     return fn(self._admin)
                 except (BrokerConnectionError, OSError) as exc:
                     last = exc
