@@ -9,6 +9,7 @@ their types, defaults and checks are declared there, once.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from broker.client.security import PLAINTEXT, SECURITY_KEY_NAMES, ClientSecurity
 from broker.configdef import ConfigDef, ConfigError, Key, OneOf, Range, Scope, Type
 
 if TYPE_CHECKING:
@@ -181,6 +183,7 @@ class LoaderConfig:
     groups: tuple[GroupSpec, ...] = ()    # none configured: one group "all" with every topic
     airflow: Mapping[str, Any] = field(default_factory=dict)  # catchup, start_date, load, spark_submit
     metrics: MetricsConfig = MetricsConfig()
+    security: ClientSecurity = PLAINTEXT  # cluster.security.protocol, ssl.*, sasl.* (the password never in a repr)
 
     def warehouse_fs(self, spark=None) -> WarehouseFS:
         """The warehouse's filesystem (``pipelines.fs.open_fs`` with this config's HDFS settings)."""
@@ -258,6 +261,26 @@ def yaml_problem(exc: Exception) -> str:
     return f"not valid YAML: {where}{problem}"
 
 
+CLUSTER_KEYS = ("bootstrap.servers", "zookeeper.connect", "request.timeout.ms")
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _cluster_security(cluster: Mapping[str, Any]) -> ClientSecurity:
+    """The cluster section's client security keys; ``${NAME}`` in a value is read from the
+    environment (so a password need not be in the file: Airflow or the shell provides it)."""
+    props: dict[str, str] = {}
+    for key in SECURITY_KEY_NAMES & set(cluster):
+        value = str(cluster[key])
+        missing = [name for name in _ENV_REFERENCE.findall(value) if name not in os.environ]
+        if missing:
+            raise _error(f"cluster.{key}", f"the environment variable {missing[0]} is not set")
+        props[key] = _ENV_REFERENCE.sub(lambda m: os.environ[m.group(1)], value)
+    try:
+        return ClientSecurity.from_props(props)
+    except ConfigError as exc:
+        raise _error(f"cluster.{exc.key or 'security.protocol'}", str(exc)) from None
+
+
 def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: str = "<dict>") -> LoaderConfig:
     if not isinstance(raw, Mapping):
         raise _error("<top>", "the loader config must be a mapping")
@@ -274,8 +297,10 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     bootstrap = cluster.get("bootstrap.servers")
     zk = cluster.get("zookeeper.connect")
     for k in cluster:
-        if k not in ("bootstrap.servers", "zookeeper.connect", "request.timeout.ms"):
-            raise _error(f"cluster.{k}", "unknown key (known: bootstrap.servers, zookeeper.connect, request.timeout.ms)")
+        if k not in CLUSTER_KEYS and k not in SECURITY_KEY_NAMES:
+            raise _error(f"cluster.{k}", f"unknown key (known: {', '.join(CLUSTER_KEYS)} and the clients' security "
+                                         "keys: security.protocol, ssl.*, sasl.*)")
+    security = _cluster_security(cluster)
     if not bootstrap and not zk:
         raise _error("cluster.bootstrap.servers", "set cluster.bootstrap.servers or cluster.zookeeper.connect")
     if bootstrap is not None:
@@ -350,7 +375,7 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         spark_master=master, spark_app_name=app_name,
         spark_conf={str(k): str(v) for k, v in conf.items()}, webhdfs_user=webhdfs.get("user"),
         webhdfs_address=str(address) if address is not None else None, schedule=schedule, source=source,
-        airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")),
+        airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")), security=security,
     )
     groups = _groups(raw.get("groups"))
     if groups:

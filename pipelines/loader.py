@@ -205,7 +205,7 @@ class Loader:
             fetch_max_bytes=self.config.fetch_max_bytes, request_timeout_ms=self.config.request_timeout_ms,
             out_of_range=self.config.out_of_range, compression=self.config.parquet_compression,
             row_group_size=self.config.row_group_size, progress_addr=progress_addr,
-            faults=self.faults,
+            faults=self.faults, security=self.config.security,
         )
 
     def load(self, plan: Plan, tasks: list[RangeTask] | None = None) -> list[TaskStats]:

@@ -47,7 +47,7 @@ class Cluster:
 
     def admin(self) -> AdminClient:
         try:
-            return AdminClient(",".join(self.brokers), timeout=self.timeout)
+            return AdminClient(",".join(self.brokers), timeout=self.timeout, security=self.config.security)
         except BrokerConnectionError as exc:
             raise LoadError(f"cannot reach the cluster ({', '.join(self.brokers)}): {exc}") from None
 
@@ -57,7 +57,7 @@ class Cluster:
             return {t.name: {p.partition: p.leader for p in t.partitions} for t in admin.describe_topics(None)}
 
     def broker_addresses(self) -> dict[int, tuple[str, int]]:
-        with SimpleConsumer.from_address(self.brokers[0], timeout=self.timeout) as c:
+        with SimpleConsumer.from_address(self.brokers[0], timeout=self.timeout, security=self.config.security) as c:
             md = c.topic_metadata([])
         return {b["node_id"]: (b["host"], b["port"]) for b in md["brokers"]}
 
@@ -65,7 +65,7 @@ class Cluster:
         last: Exception | None = None
         for address in self.brokers:
             try:
-                with SimpleConsumer.from_address(address, timeout=self.timeout) as probe:
+                with SimpleConsumer.from_address(address, timeout=self.timeout, security=self.config.security) as probe:
                     _, host, port = probe.find_leader(topic, partition)
                 break
             except (BrokerConnectionError, OSError) as exc:
@@ -74,7 +74,8 @@ class Cluster:
             raise LoadError(f"cannot reach any broker of {', '.join(self.brokers)}: {last}")
         key = (host, port)
         if key not in self._consumers:
-            self._consumers[key] = SimpleConsumer(host, port, timeout=self.timeout, client_id="logbus-loader")
+            self._consumers[key] = SimpleConsumer(host, port, timeout=self.timeout, client_id="logbus-loader",
+                                                  security=self.config.security)
         return self._consumers[key]
 
     def bounds(self, topic: str, partition: int) -> tuple[int, int]:

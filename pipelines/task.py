@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from broker.client.connection import BrokerConnectionError
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.client.simple_consumer import (
     EARLIEST_TIME,
     LATEST_TIME,
@@ -66,6 +67,7 @@ class TaskContext:
     prefetch_chunks: int = 2          # fetched chunks a task's reader thread may hold ahead of decoding (0: none)
     progress_addr: tuple[str, int] | None = None
     faults: LoadFaults = NO_FAULTS    # tests only (pipelines.faults): what goes wrong, and where
+    security: ClientSecurity = PLAINTEXT  # the cluster's TLS/SASL settings (cluster: section)
 
 
 class _Progress:
@@ -105,10 +107,12 @@ class PartitionReader:
         while True:
             for address in self.ctx.brokers:
                 try:
-                    with SimpleConsumer.from_address(address, timeout=5.0, client_id="logbus-loader") as probe:
+                    with SimpleConsumer.from_address(address, timeout=5.0, client_id="logbus-loader",
+                                                     security=self.ctx.security) as probe:
                         _, host, port = probe.find_leader(self.topic, self.partition)
                     return SimpleConsumer(host, port, timeout=self.ctx.request_timeout_ms / 1000,
-                                          client_id="logbus-loader", buffer_size=self.ctx.fetch_max_bytes)
+                                          client_id="logbus-loader", buffer_size=self.ctx.fetch_max_bytes,
+                                          security=self.ctx.security)
                 except UnknownTopicOrPartitionError as exc:
                     raise TopicDeletedError(f"{self.topic}-{self.partition}: the topic no longer exists ({exc})") from None
                 except (BrokerConnectionError, LeaderNotAvailableError, KafkaError, OSError) as exc:
