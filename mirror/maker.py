@@ -188,7 +188,7 @@ class Source:
                 break
             if now - stable_since >= 0.05 and seen >= 2 and self._rebalance_idle(connector):
                 break
-        self.probe = LagProbe(self.zk)
+        self.probe = LagProbe(self.zk, self.connector.config.security)
         log.info("source %s (cluster %s, %s, group %s): %d streams", self.name, self.cluster_id,
                  self.cfg.zookeeper_connect, self.cfg.group, len(self.streams))
 

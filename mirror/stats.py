@@ -26,9 +26,9 @@ log = logging.getLogger("mirror.stats")
 class LagProbe:
     """Log end offsets of a source's partitions, from their leaders (found in the source's ZooKeeper)."""
 
-    def __init__(self, zk) -> None:
+    def __init__(self, zk, security: ClientSecurity = PLAINTEXT) -> None:
         self.zk = zk
-        self.security: ClientSecurity = PLAINTEXT  # a ZooKeeper source is read in plaintext
+        self.security = security
         self._consumers: dict[tuple[str, int], SimpleConsumer] = {}
 
     def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -58,7 +58,7 @@ class LagProbe:
                 if state is None or state.leader < 0:
                     continue
                 info = self.zk.broker_info(state.leader)
-                endpoint = info.endpoint("PLAINTEXT") if info else None
+                endpoint = info.endpoint_for(self.security.protocol) if info else None
                 if endpoint is not None:
                     out[(topic, partition)] = (endpoint.host or "127.0.0.1", endpoint.port)
             except Exception:  # noqa: BLE001 - ZooKeeper away: unknown lag
@@ -79,8 +79,7 @@ class MetadataLagProbe(LagProbe):
     """LagProbe for a source reached by ``bootstrap.servers``: leaders from a Metadata request."""
 
     def __init__(self, bootstrap: str, security: ClientSecurity = PLAINTEXT) -> None:
-        super().__init__(None)
-        self.security = security
+        super().__init__(None, security)
         self.bootstrap = [SimpleConsumer.from_address(a, timeout=5.0, security=security)
                           for a in bootstrap.split(",") if a.strip()]
 

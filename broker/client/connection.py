@@ -112,6 +112,12 @@ class BrokerConnection(Closeable):
         """The socket's descriptor, for ``select``."""
         return self._sock.fileno()
 
+    def pending(self) -> int:
+        """Bytes already received and decrypted but not read yet (TLS only): ``select`` does not
+        see them, so a reader must drain them before it waits on the descriptor again."""
+        pending = getattr(self._sock, "pending", None)
+        return pending() if pending is not None else 0
+
     @property
     def in_flight(self) -> int:
         """Pipelined requests sent and not yet answered."""

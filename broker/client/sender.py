@@ -253,11 +253,16 @@ class Sender(threading.Thread):
 
     def _poll(self, timeout: float) -> None:
         waiting = {self.conns[n].fileno(): n for n, reqs in self.in_flight.items() if reqs and n in self.conns}
+        # an answer already inside a TLS connection's buffer is ready, though its socket is not readable
+        buffered = [n for n in waiting.values() if self.conns[n].pending()]
         fds = list(waiting) + [self._wake_r]
         try:
-            readable, _, _ = select.select(fds, [], [], timeout)
+            readable, _, _ = select.select(fds, [], [], 0 if buffered else timeout)
         except (OSError, ValueError):
             readable = []
+        for node in buffered:
+            if self.conns[node].fileno() not in readable:
+                self._receive(node)
         for fd in readable:
             if fd == self._wake_r:
                 self._wake_pending = False

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.client.security import PLAINTEXT, SECURITY_KEY_NAMES, ClientSecurity
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME
 from broker.configdef import NO_DEFAULT, ConfigDef, Importance, Key, OneOf, Range, Scope, Type
 
@@ -70,6 +71,7 @@ class ConsumerConfig:
     rebalance_max_retries: int = ZK_CONSUMER_CONFIG.default("rebalance.max.retries")
     rebalance_backoff_ms: int = ZK_CONSUMER_CONFIG.default("rebalance.backoff.ms")
     other: dict[str, str] = field(default_factory=dict)
+    security: ClientSecurity = PLAINTEXT  # security.protocol, ssl.*, sasl.*: how fetchers reach the brokers
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> ConsumerConfig:
@@ -77,4 +79,6 @@ class ConsumerConfig:
         given = {str(k).strip(): str(v).strip() for k, v in props.items() if v is not None and str(v).strip()}
         values = ZK_CONSUMER_CONFIG.parse(given)
         other = {name: value for name, value in given.items() if name in ZK_CONSUMER_CONFIG.unknown([name])}
-        return cls(**{ZK_CONSUMER_CONFIG[name].attr: value for name, value in values.items()}, other=other)
+        security = ClientSecurity.from_props({k: v for k, v in given.items() if k in SECURITY_KEY_NAMES})
+        return cls(**{ZK_CONSUMER_CONFIG[name].attr: value for name, value in values.items()}, other=other,
+                   security=security)

@@ -46,7 +46,7 @@ class ConsumerFetcherThread(threading.Thread):
     def run(self) -> None:
         cfg = self.manager.config
         consumer = SimpleConsumer(self.host, self.port, timeout=cfg.socket_timeout_ms / 1000.0,
-                                  client_id=cfg.client_id or cfg.group_id)
+                                  client_id=cfg.client_id or cfg.group_id, security=cfg.security)
         try:
             self._loop(consumer, cfg)
         except Exception as exc:  # connection failure or anything unexpected: hand partitions back
@@ -213,7 +213,13 @@ class ConsumerFetcherManager:
                 if broker is None:
                     self.last_error = f"leader {state.leader} of {info.topic}-{info.partition} is not a live broker"
                     continue
-                ep = broker.endpoint("PLAINTEXT") or (broker.endpoints[0] if broker.endpoints else None)
+                protocol = self.config.security.protocol
+                ep = broker.endpoint_for(protocol)
+                if ep is None and protocol != "PLAINTEXT":
+                    self.last_error = f"broker {broker.id} has no {protocol} listener"
+                    continue
+                if ep is None:
+                    ep = broker.endpoints[0] if broker.endpoints else None
                 host, port = (ep.host, ep.port) if ep is not None else (broker.host, broker.port)
                 with self.lock:
                     if self.stopped or info.stale or self.orphans.get((info.topic, info.partition)) is not info:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.config import Listener
@@ -57,10 +57,16 @@ class BrokerInfo:
     port: int
     rack: str | None
     endpoints: list[Listener]
+    protocols: Mapping[str, str] = field(default_factory=dict)  # listener name -> security protocol
 
     def endpoint(self, name: str = "PLAINTEXT") -> Listener | None:
         """The endpoint for listener ``name``, if the broker has one."""
         return next((e for e in self.endpoints if e.name == name), None)
+
+    def endpoint_for(self, protocol: str) -> Listener | None:
+        """The first endpoint speaking security ``protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT,
+        SASL_SSL): how a client that finds brokers in ZooKeeper picks the listener to use."""
+        return next((e for e in self.endpoints if self.protocols.get(e.name, e.name) == protocol), None)
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,7 @@ class BrokerIdZNode:
             port=int(d.get("port", -1)),
             rack=d.get("rack"),
             endpoints=[BrokerIdZNode.parse_endpoint(e) for e in d.get("endpoints") or []],
+            protocols=dict(d.get("listener_security_protocol_map") or {}),
         )
 
     @staticmethod

@@ -1,7 +1,8 @@
 """The mirror between two secured clusters with different credentials: a SASL_SSL source (alice,
 SCRAM-SHA-256, its own CA) read through bootstrap.servers, copied into a SASL_SSL aggregate (bob,
-SCRAM-SHA-512, another CA). Copying, exact resume's tail scan, target topic creation and the lag
-probe all log in; a wrong aggregate password stops the mirror with one line."""
+SCRAM-SHA-512, another CA), then the same source found through its ZooKeeper. Copying, exact
+resume's tail scan, target topic creation and the lag probe all log in; a wrong aggregate
+password stops the mirror with one line."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from tests.teardown import delete_znodes
 pytestmark = pytest.mark.integration
 
 
-def _secured_broker(zk: EmbeddedZooKeeper, home: Path, chroots: list[str]) -> tuple[BrokerProcess, Path]:
+def _secured_broker(zk: EmbeddedZooKeeper, home: Path, chroots: list[str]) -> tuple[BrokerProcess, Path, str]:
     certs = make_certs(home / "certs")
     chroot = f"/t-{uuid.uuid4().hex[:12]}"
     chroots.append(chroot)
@@ -44,7 +45,7 @@ def _secured_broker(zk: EmbeddedZooKeeper, home: Path, chroots: list[str]) -> tu
         "ssl.truststore.location": str(certs.ca),
     }, home / "broker")
     broker.start()
-    return broker, certs.ca
+    return broker, certs.ca, connect
 
 
 @pytest.fixture
@@ -52,12 +53,13 @@ def two_secured(zookeeper: EmbeddedZooKeeper, tmp_path: Path) -> Iterator[tuple[
     chroots: list[str] = []
     started: list[BrokerProcess] = []
     try:
-        src, src_ca = _secured_broker(zookeeper, tmp_path / "src", chroots)
+        src, src_ca, src_zk = _secured_broker(zookeeper, tmp_path / "src", chroots)
         started.append(src)
-        agg, agg_ca = _secured_broker(zookeeper, tmp_path / "agg", chroots)
+        agg, agg_ca, _ = _secured_broker(zookeeper, tmp_path / "agg", chroots)
         started.append(agg)
         yield ({"bootstrap.servers": src.bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": str(src_ca),
-                "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "alice-secret"},
+                "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "alice-secret",
+                "zookeeper.connect": src_zk},
                {"bootstrap.servers": agg.bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": str(agg_ca),
                 "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "bob-secret"})
     finally:
@@ -85,13 +87,14 @@ def test_mirror_between_two_secured_clusters_with_different_credentials(two_secu
             producer.send(topic, b"v%d" % i, b"k%d" % (i % 5))
         producer.flush()
     args = ("--whitelist", r"events\..*", "--offset.commit.interval.ms", "500")
-    m = mirrors([{**source, "group.id": "secured-mirror", "mirror.source.name": "dc1"}], aggregate, *args)
+    bootstrap_source = {k: v for k, v in source.items() if k != "zookeeper.connect"}
+    m = mirrors([{**bootstrap_source, "group.id": "secured-mirror", "mirror.source.name": "dc1"}], aggregate, *args)
     wait_until(lambda: _count(aggregate, topic) == 200, 40, 0.3, what="200 copies in the secured aggregate")
     assert m.stop() == 0, m.output()[-3000:]
     with AdminClient(aggregate["bootstrap.servers"], security=ClientSecurity.from_props(aggregate)) as admin:
         assert admin.topic_configs(topic).get("retention.ms") == "3600000"  # configs read over SASL_SSL too
     # a restart scans the secured aggregate's tail; nothing is copied twice
-    m2 = mirrors([{**source, "group.id": "secured-mirror", "mirror.source.name": "dc1"}], aggregate, *args)
+    m2 = mirrors([{**bootstrap_source, "group.id": "secured-mirror", "mirror.source.name": "dc1"}], aggregate, *args)
     with Producer({**source, "acks": "all"}) as producer:
         for i in range(200, 250):
             producer.send(topic, b"v%d" % i, b"k%d" % (i % 5))
@@ -99,8 +102,13 @@ def test_mirror_between_two_secured_clusters_with_different_credentials(two_secu
     wait_until(lambda: _count(aggregate, topic) == 250, 40, 0.3, what="the new records copied after the restart")
     assert m2.stop() == 0, m2.output()[-3000:]
     assert _count(aggregate, topic) == 250
+    # the same source found through its ZooKeeper: the fetchers pick its SASL_SSL listener and log in
+    zk_source = {**source, "group.id": "zk-mirror", "mirror.source.name": "dc1zk"}
+    m3 = mirrors([zk_source], aggregate, *args, prefixes=["zk."])
+    wait_until(lambda: _count(aggregate, f"zk.{topic}") == 250, 40, 0.3, what="the ZooKeeper source's copies")
+    assert m3.stop() == 0, m3.output()[-3000:]
     # a wrong password for the aggregate: one line, exit 1
-    bad = mirrors([{**source, "group.id": "secured-mirror"}], {**aggregate, "sasl.password": "wrong"}, *args)
+    bad = mirrors([{**bootstrap_source, "group.id": "secured-mirror"}], {**aggregate, "sasl.password": "wrong"}, *args)
     assert bad.proc.wait(60) == 1
     lines = [line for line in bad.output().splitlines() if "SASL_AUTHENTICATION_FAILED" in line or "Authentication" in line]
     assert lines, bad.output()[-2000:]

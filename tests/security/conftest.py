@@ -4,6 +4,7 @@ certificates made for the run, SCRAM users in ZooKeeper, PLAIN users in the JAAS
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from broker.cluster.zkdata import ConfigType
 from broker.security.scram import make_credential
 from tests.security.certs import KEY_PASSWORD, TestCerts, make_certs
 from tests.teardown import delete_znodes
+from tests.waiting import wait_until
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_admin="admin-secret" user_carol="carol-secret";')
@@ -86,11 +88,21 @@ def secured(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
     }
     process = BrokerProcess(props, home / "broker")
     process.start()
+    for port in ports.values():  # start() waits for the first listener; the others open just after
+        wait_until(lambda port=port: _accepts(port), 10, 0.05, what=f"listener on port {port}")
     try:
         yield SecuredBroker(process, certs, ports, connect)
     finally:
         process.stop()
         delete_znodes(zookeeper.connect_string, [chroot])
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def client_path(path: Path) -> str:

@@ -25,6 +25,7 @@ from broker.protocol.errors import ErrorCode, SaslAuthenticationFailedError
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 from tests.security.conftest import SecuredBroker
+from tests.waiting import wait_until
 
 
 def scram(secured: SecuredBroker, user: str = "alice", password: str = "alice-secret",
@@ -375,3 +376,31 @@ def test_logbus_clients_with_a_wrong_password_fail_fast(secured: SecuredBroker) 
         finally:
             consumer.close()
     assert time.monotonic() - started < 20
+
+
+def test_pipelined_answers_over_tls_are_all_reachable_without_blocking(secured: SecuredBroker) -> None:
+    """Answers that arrive together sit in the TLS layer, where ``select`` cannot see them: a
+    pipelining reader (the producer's sender) must drain ``pending()`` (it once waited a whole
+    request.timeout.ms for an answer that had already come)."""
+    import select
+
+    security = ClientSecurity.from_props({"security.protocol": "SSL", "ssl.ca.location": str(secured.certs.ca)})
+
+    def connected() -> BrokerConnection | None:  # the fixture's broker may still be opening this listener
+        try:
+            return BrokerConnection("127.0.0.1", secured.ports["SSL"], security=security, timeout=10)
+        except BrokerConnectionError:
+            return None
+
+    with wait_until(connected, 10, 0.1, what="the SSL listener") as conn:
+        for _ in range(20):
+            for _ in range(8):
+                conn.send_request(ApiKey.API_VERSIONS, 2, {})
+            deadline = time.monotonic() + 10
+            answered = 0
+            while answered < 8:
+                ready = conn.pending() or select.select([conn.fileno()], [], [], 0.5)[0]
+                assert ready or time.monotonic() < deadline, f"answer {answered + 1} of 8 not reachable"
+                if ready:
+                    conn.receive_response()
+                    answered += 1

@@ -36,6 +36,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     else:
         names = list(dict.fromkeys(t["name"] for t in requested))
     who = requester(broker)
+    listener = broker.request_listener  # read now: an auto-create answers after the dispatch returned
     denied = {n: int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in names or () if not who.may_api(ApiKey.METADATA, n)}
     described = None if names is None else [n for n in names if n not in denied]
     to_create = _auto_creatable(broker, described, request.get("allow_auto_topic_creation", True))
@@ -43,10 +44,11 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
         denied.update({n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in to_create if not who.may(TOPIC_CREATE, n)})
         to_create = [n for n in to_create if n not in denied]
     if not to_create:
-        return _build(broker, names, denied, who)
+        return _build(broker, names, denied, who, listener)
     creations = [broker.topics.create(name) for name in to_create]
     d = defer.DeferredList(creations, consumeErrors=True)
-    d.addCallback(lambda results: _build(broker, names, {**_creation_errors(to_create, results), **denied}, who))
+    d.addCallback(lambda results: _build(broker, names, {**_creation_errors(to_create, results), **denied}, who,
+                                         listener))
     return d
 
 
@@ -75,7 +77,8 @@ def _creation_errors(names: list[str], results: list[tuple[bool, Any]]) -> dict[
     return errors
 
 
-def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who: Requester) -> dict:
+def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who: Requester,
+           listener: str | None) -> dict:
     """The response; ``errors``: topics answered with an error alone (refused, or not created)."""
     cache = broker.metadata
     if names is None:
@@ -84,7 +87,7 @@ def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who:
         "throttle_time_ms": 0,
         "brokers": [
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-            for b in cache.brokers_on(broker.request_listener)
+            for b in cache.brokers_on(listener)
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
