@@ -142,6 +142,10 @@ def test_non_coordinator_answers_not_coordinator(broker_factory):
     group = unique("where")
     owner = coordinator_for(group, [1, 2])
     other = next(b for b in brokers if int(b.broker_id) != owner)
+    for b in brokers:  # the first broker learns of the second a moment after both are up
+        with _conn(b) as conn:
+            wait_until(lambda: len(conn.request(ApiKey.METADATA, 1, {"topics": []})["brokers"]) == 2, 10,
+                       what=f"broker {b.broker_id} seeing both brokers")
     for b in brokers:  # every broker points at the same coordinator
         with _conn(b) as conn:
             found = conn.request(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
