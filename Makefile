@@ -9,7 +9,8 @@ CONSTRAINTS := constraints/known-good.txt
 STAMP       := $(VENV)/.logbus-installed
 # Debian's ZooKeeper server and the jars our launcher puts on the classpath (broker/cluster/embedded_zk.py).
 ZK_JARS     := /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar
-# The loader's metrics tests push to a real pushgateway (tests/pipelines/test_metrics_push.py).
+# The loader's metrics tests push to a real pushgateway (tests/pipelines/test_metrics_push.py);
+# kcat is a third-party client of the security tests (tests/security/test_third_party_clients.py).
 PUSHGATEWAY := /usr/bin/prometheus-pushgateway
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV     := DEBIAN_FRONTEND=noninteractive
@@ -17,7 +18,7 @@ APT_ENV     := DEBIAN_FRONTEND=noninteractive
 .PHONY: help setup system-deps python-deps lint test test-fast run bench clean
 
 help:
-	@echo "make setup   venv + pip install -e .[pipelines,mirror,airflow,test] + apt zookeeper/JRE/pushgateway (idempotent)"
+	@echo "make setup   venv + pip install -e .[pipelines,mirror,airflow,test] + apt zookeeper/JRE/pushgateway/kcat (idempotent)"
 	@echo "make run     the main job: ZooKeeper + 3 brokers, produce, Airflow DAG load + validate, rerun, summary"
 	@echo "make test    ruff + mypy, then the whole test suite (fast set and integration set)"
 	@echo "make test-fast  ruff + mypy, then the fast set only (unit and property tests, no processes)"
@@ -32,11 +33,12 @@ system-deps:
 	@missing=0; \
 	for jar in $(ZK_JARS); do [ -f "$$jar" ] || missing=1; done; \
 	command -v java >/dev/null 2>&1 || missing=1; \
+	command -v kcat >/dev/null 2>&1 || missing=1; \
 	had_pushgateway=0; [ -x $(PUSHGATEWAY) ] && had_pushgateway=1 || missing=1; \
 	if [ $$missing = 1 ]; then \
-	  echo "installing Debian's zookeeper, a headless JRE and the Prometheus pushgateway"; \
+	  echo "installing Debian's zookeeper, a headless JRE, the Prometheus pushgateway and kcat"; \
 	  $(SUDO) $(APT_ENV) apt-get update -q && \
-	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless prometheus-pushgateway; \
+	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless prometheus-pushgateway kcat; \
 	  if [ $$had_pushgateway = 0 ] && command -v systemctl >/dev/null 2>&1; then \
 	    $(SUDO) systemctl disable --now prometheus-pushgateway >/dev/null 2>&1 || true; \
 	  fi; \

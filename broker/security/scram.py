@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+import string
 from dataclasses import dataclass
 
 from broker.protocol.errors import SaslAuthenticationFailedError
@@ -117,6 +118,14 @@ def _saslname_encode(name: str) -> str:
     return name.replace("=", "=3D").replace(",", "=2C")
 
 
+_NONCE_CHARS = string.ascii_letters + string.digits
+
+
+def _random_nonce(length: int = 32) -> str:
+    """A server nonce of letters and digits, as Kafka's are."""
+    return "".join(secrets.choice(_NONCE_CHARS) for _ in range(length))
+
+
 def _printable_nonce(nonce: str) -> bool:
     return bool(nonce) and all(0x21 <= ord(c) <= 0x7E and c != "," for c in nonce)
 
@@ -127,7 +136,7 @@ class ScramServer:
     def __init__(self, mechanism: str, nonce: str | None = None) -> None:
         self.mechanism = mechanism
         self._hash = _hash_name(mechanism)
-        self._server_nonce = nonce or secrets.token_urlsafe(24)
+        self._server_nonce = nonce or _random_nonce()
         self.username = ""
         self._gs2_header = ""
         self._client_first_bare = ""
@@ -179,7 +188,9 @@ class ScramServer:
         if not sep:
             raise ScramFormatError("client-final message has no proof")
         fields = _attributes(without_proof)
-        if fields.get("r") != self._nonce:
+        # Kafka's check: the nonce must end with the server-first one. librdkafka before 2.3 (Debian's
+        # kcat) sends its own nonce once more in front of it; the proof covers what it sent.
+        if not fields.get("r", "").endswith(self._nonce):
             raise ScramFormatError("nonce does not match")
         if _unb64(fields.get("c", "")) != self._gs2_header.encode():
             raise ScramFormatError("channel binding does not match the client-first message")

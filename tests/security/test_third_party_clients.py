@@ -139,3 +139,24 @@ def test_aiokafka(secured: SecuredBroker, listener: str, mechanism: str | None, 
 
     assert asyncio.run(run()) == _values(topic)
 
+
+
+def test_kcat_over_sasl_ssl(secured: SecuredBroker) -> None:
+    """kcat (Debian's, librdkafka 2.0) produces and consumes over SASL_SSL with SCRAM-SHA-512."""
+    import shutil
+    import subprocess
+
+    kcat = shutil.which("kcat")
+    assert kcat, "kcat is installed by `make setup` (Debian's package)"
+    topic = f"kcat-{uuid.uuid4().hex[:8]}"
+    props = confluent_props(secured, "SASL_SSL", "SCRAM-SHA-512", "bob", "bob-secret")
+    common = [kcat, "-b", props.pop("bootstrap.servers"), "-t", topic]
+    for key, value in props.items():
+        common += ["-X", f"{key}={value}"]
+    lines = b"".join(v + b"\n" for v in _values(topic))
+    produced = subprocess.run([*common, "-P", "-X", "acks=all"], input=lines, capture_output=True, timeout=60)
+    assert produced.returncode == 0, produced.stderr.decode()
+    consumed = subprocess.run([*common, "-C", "-o", "beginning", "-c", str(COUNT), "-e"], capture_output=True,
+                              timeout=60)
+    assert consumed.returncode == 0, consumed.stderr.decode()
+    assert consumed.stdout.splitlines() == _values(topic)
