@@ -36,8 +36,9 @@ def _buffered_bytes(transport: Any) -> int:
 
 
 @implementer(IPullProducer)
-class SliceSender:
-    """Sends one file slice to the socket; calls ``done`` when all of it has gone."""
+class _SliceProducer:
+    """What both senders share: one file slice's position and what is left of it, registration
+    as the transport's pull producer, stop, and abort (log, unregister, drop the connection)."""
 
     def __init__(self, transport: Any, file_slice: Any, done: Callable[[], None]) -> None:
         self._transport = transport
@@ -49,6 +50,19 @@ class SliceSender:
 
     def start(self) -> None:
         self._transport.registerProducer(self, False)
+
+    def stopProducing(self) -> None:
+        self._stopped = True
+
+    def _abort(self, why: str) -> None:
+        log.warn("closing connection: {why}", why=why)
+        self._stopped = True
+        self._transport.unregisterProducer()
+        self._transport.abortConnection()
+
+
+class SliceSender(_SliceProducer):
+    """Sends one file slice to the socket with ``os.sendfile``; calls ``done`` when all of it has gone."""
 
     def resumeProducing(self) -> None:
         transport = self._transport
@@ -80,30 +94,9 @@ class SliceSender:
         else:
             transport.startWriting()
 
-    def stopProducing(self) -> None:
-        self._stopped = True
 
-    def _abort(self, why: str) -> None:
-        log.warn("closing connection: {why}", why=why)
-        self._stopped = True
-        self._transport.unregisterProducer()
-        self._transport.abortConnection()
-
-
-@implementer(IPullProducer)
-class ChunkSender:
+class ChunkSender(_SliceProducer):
     """Sends one file slice through a transport that needs the bytes (TLS), a chunk at a time."""
-
-    def __init__(self, transport: Any, file_slice: Any, done: Callable[[], None]) -> None:
-        self._transport = transport
-        self._file = file_slice.file
-        self._position = file_slice.position
-        self._remaining = file_slice.size
-        self._done = done
-        self._stopped = False
-
-    def start(self) -> None:
-        self._transport.registerProducer(self, False)
 
     def resumeProducing(self) -> None:
         if self._stopped:
@@ -124,12 +117,3 @@ class ChunkSender:
             self._stopped = True
             self._transport.unregisterProducer()
             self._done()
-
-    def stopProducing(self) -> None:
-        self._stopped = True
-
-    def _abort(self, why: str) -> None:
-        log.warn("closing connection: {why}", why=why)
-        self._stopped = True
-        self._transport.unregisterProducer()
-        self._transport.abortConnection()

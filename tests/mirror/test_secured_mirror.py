@@ -18,34 +18,17 @@ from broker.client.security import ClientSecurity
 from broker.client.simple_consumer import SimpleConsumer
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
-from broker.cluster.net import free_port
 from tests.mirror.conftest import wait_until
-from tests.security.certs import KEY_PASSWORD, make_certs
-from tests.security.conftest import add_scram_users
+from tests.security.conftest import start_sasl_ssl_broker
 from tests.teardown import delete_znodes
 
 pytestmark = pytest.mark.integration
 
 
 def _secured_broker(zk: EmbeddedZooKeeper, home: Path, chroots: list[str]) -> tuple[BrokerProcess, Path, str]:
-    certs = make_certs(home / "certs")
-    chroot = f"/t-{uuid.uuid4().hex[:12]}"
-    chroots.append(chroot)
-    connect = f"{zk.connect_string}{chroot}"
-    add_scram_users(connect)
-    ports = {"SASL_SSL": free_port(), "INTERNAL": free_port()}
-    broker = BrokerProcess({
-        "broker.id": "1",
-        "listeners": f"SASL_SSL://127.0.0.1:{ports['SASL_SSL']},INTERNAL://127.0.0.1:{ports['INTERNAL']}",
-        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL",
-        "log.dirs": str(home / "data"), "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "6000",
-        "group.initial.rebalance.delay.ms": "0",
-        "ssl.keystore.location": str(certs.broker), "ssl.key.password": KEY_PASSWORD,
-        "ssl.truststore.location": str(certs.ca),
-    }, home / "broker")
-    broker.start()
-    return broker, certs.ca, connect
+    broker = start_sasl_ssl_broker(zk, home)
+    chroots.append(broker.chroot)
+    return broker.process, broker.ca, broker.zk_connect
 
 
 @pytest.fixture

@@ -97,6 +97,43 @@ def secured(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
         delete_znodes(zookeeper.connect_string, [chroot])
 
 
+@dataclass
+class SaslSslBroker:
+    """A broker whose clients' listener is SASL_SSL (the SCRAM users above, PLAIN's JAAS users),
+    with a plaintext inter-broker listener; its chroot is for the caller to delete."""
+
+    process: BrokerProcess
+    ca: Path
+    zk_connect: str
+    chroot: str
+    address: str
+
+
+def start_sasl_ssl_broker(zookeeper: EmbeddedZooKeeper, home: Path, **overrides: str) -> SaslSslBroker:
+    """Certificates made in ``home``, SCRAM users in a new chroot, the broker started (``overrides``: more keys)."""
+    certs = make_certs(home / "certs")
+    chroot = f"/t-{uuid.uuid4().hex[:12]}"
+    connect = f"{zookeeper.connect_string}{chroot}"
+    add_scram_users(connect)
+    ports = {"SASL_SSL": free_port(), "INTERNAL": free_port()}
+    process = BrokerProcess({
+        "broker.id": "1",
+        "listeners": f"SASL_SSL://127.0.0.1:{ports['SASL_SSL']},INTERNAL://127.0.0.1:{ports['INTERNAL']}",
+        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "log.dirs": str(home / "data"), "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "6000",
+        "group.initial.rebalance.delay.ms": "0",
+        "ssl.keystore.location": str(certs.broker), "ssl.key.password": KEY_PASSWORD,
+        "ssl.truststore.location": str(certs.ca),
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        **overrides,
+    }, home / "broker")
+    process.start()
+    for port in ports.values():
+        wait_until(lambda port=port: _accepts(port), 10, 0.05, what=f"listener on port {port}")
+    return SaslSslBroker(process, certs.ca, connect, chroot, f"127.0.0.1:{ports['SASL_SSL']}")
+
+
 def _accepts(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()

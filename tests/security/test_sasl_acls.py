@@ -22,10 +22,7 @@ from confluent_kafka.admin import (
 )
 
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
-from broker.cluster.local import BrokerProcess
-from broker.cluster.net import free_port
-from tests.security.certs import KEY_PASSWORD, make_certs
-from tests.security.conftest import PLAIN_JAAS, add_scram_users
+from tests.security.conftest import start_sasl_ssl_broker
 from tests.teardown import delete_znodes
 
 pytestmark = pytest.mark.integration
@@ -33,28 +30,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def guarded(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    home = tmp_path_factory.mktemp("guarded")
-    certs = make_certs(home / "certs")
-    chroot = f"/t-{uuid.uuid4().hex[:12]}"
-    connect = f"{zookeeper.connect_string}{chroot}"
-    add_scram_users(connect)
-    ports = {"SASL_SSL": free_port(), "INTERNAL": free_port()}
-    process = BrokerProcess({
-        "broker.id": "1",
-        "listeners": f"SASL_SSL://127.0.0.1:{ports['SASL_SSL']},INTERNAL://127.0.0.1:{ports['INTERNAL']}",
-        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,INTERNAL:PLAINTEXT",
-        "inter.broker.listener.name": "INTERNAL",
-        "log.dirs": str(home / "data"), "zookeeper.connect": connect, "zookeeper.session.timeout.ms": "6000",
-        "group.initial.rebalance.delay.ms": "0",
-        "ssl.keystore.location": str(certs.broker), "ssl.key.password": KEY_PASSWORD,
-        "ssl.truststore.location": str(certs.ca),
-        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:admin;User:ANONYMOUS",  # ANONYMOUS: the plaintext inter-broker listener
-    }, home / "broker")
-    process.start()
-    base = {"bootstrap.servers": f"127.0.0.1:{ports['SASL_SSL']}", "security.protocol": "SASL_SSL",
-            "ssl.ca.location": str(certs.ca)}
+    broker = start_sasl_ssl_broker(
+        zookeeper, tmp_path_factory.mktemp("guarded"),
+        **{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+           "super.users": "User:admin;User:ANONYMOUS"})  # ANONYMOUS: the plaintext inter-broker listener
+    base = {"bootstrap.servers": broker.address, "security.protocol": "SASL_SSL", "ssl.ca.location": str(broker.ca)}
     try:
         yield {
             "admin": {**base, "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"},
@@ -63,8 +43,8 @@ def guarded(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
             "bob": {**base, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "bob-secret"},
         }
     finally:
-        process.stop()
-        delete_znodes(zookeeper.connect_string, [chroot])
+        broker.process.stop()
+        delete_znodes(zookeeper.connect_string, [broker.chroot])
 
 
 def _produce(props: dict, topic: str, n: int = 5) -> list:
