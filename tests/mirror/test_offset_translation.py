@@ -1,7 +1,7 @@
 """Consumer offset translation with real brokers: the search against a real target partition where
 two source clusters' copies interleave (and a key-placed topic), and `logbus consumer-groups
---translate-from`: a standard (confluent-kafka) group consumes half of a dc1 topic, commits, fails
-over to the aggregate cluster and reads exactly the other half there, compared by origin; a
+--translate-from`: a standard (confluent-kafka) group commits part of a dc1 topic, fails over
+to the aggregate cluster and reads exactly the rest there, compared by origin; a
 key-placed topic through the command; bad input; the mirror's --sync.group.offsets."""
 
 from __future__ import annotations
@@ -123,6 +123,17 @@ def _consume(consumer: Consumer, want: int, timeout: float) -> list:
     return got
 
 
+def _commit(bootstrap: str, group: str, topic: str, committed: dict[int, int]) -> set[tuple[int, int]]:
+    """Commits ``committed`` for ``group`` as a standard client does; returns the (partition,
+    offset) pairs the group has thereby consumed."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
+    finally:
+        consumer.close()
+    return {(p, o) for p, end in committed.items() for o in range(end)}
+
+
 def test_a_group_fails_over_from_dc1_to_the_aggregate_and_reads_exactly_the_other_half(
         clusters, mirrors, tmp_path, capsys) -> None:
     dc1, dc2, agg = clusters("dc1", **FAST_GROUPS), clusters("dc2"), clusters("agg", **FAST_GROUPS)
@@ -152,17 +163,10 @@ def test_a_group_fails_over_from_dc1_to_the_aggregate_and_reads_exactly_the_othe
                what="both sources copied")
 
     group = f"views-{uuid.uuid4().hex[:6]}"
-    reader = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": group, "enable.auto.commit": False,
-                       "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-                       "max.partition.fetch.bytes": 4096})  # small fetches: every partition is read from
-    reader.subscribe([topic])
-    first = _consume(reader, n // 2, 20)
-    assert len(first) == n // 2
-    reader.commit(asynchronous=False)
-    reader.close()
-    consumed = {(m.partition(), m.offset()) for m in first}
     sizes = {p: sum(1 for m in dc1.read_all(topic) if m.partition == p) for p in range(3)}
-    committed = {p: max(o for q, o in consumed if q == p) + 1 for p, _ in consumed}
+    # half of partition 0 read, all of partition 1, a third of partition 2: both kinds of answer
+    committed = {0: sizes[0] // 2, 1: sizes[1], 2: sizes[2] // 3}
+    consumed = _commit(dc1.bootstrap, group, topic, committed)
 
     files = {"bootstrap": write_properties(tmp_path / "dc1.properties", {"bootstrap.servers": dc1.bootstrap}),
              "zookeeper": write_properties(tmp_path / "dc1-zk.properties", {"zookeeper.connect": dc1.zk})}
@@ -278,14 +282,9 @@ def test_the_mirror_syncs_group_offsets_forwards_only_with_sync_group_offsets(cl
     wait_until(lambda: agg.partitions_ready(target, 2) and len(agg.read_all(target)) >= 600, 40, 0.3, what="copied")
 
     group = f"views-{uuid.uuid4().hex[:6]}"
-    reader = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": group, "enable.auto.commit": False,
-                       "auto.offset.reset": "earliest", "max.partition.fetch.bytes": 4096})
-    reader.subscribe([topic])
-    first = _consume(reader, 300, 20)
-    reader.commit(asynchronous=False)
-    reader.close()
-    consumed = {(m.partition(), m.offset()) for m in first}
-    committed = {p: max(o for q, o in consumed if q == p) + 1 for p, _ in consumed}
+    sizes = {p: sum(1 for m in dc1.read_all(topic) if m.partition == p) for p in range(2)}
+    committed = {0: sizes[0] // 2, 1: sizes[1] // 3}
+    consumed = _commit(dc1.bootstrap, group, topic, committed)
     at = {(m.partition, m.offset): origins(m.headers)[-1].offset for m in agg.read_all(target)}
     # with a prefix the target partition holds only dc1's copies: target offset = source offset
     expected = {(target, p): next(o for (q, o), origin in sorted(at.items()) if q == p and origin == c)

@@ -71,10 +71,11 @@ def test_round_trip_every_codec(broker, codec):
         assert msg.value() == record["value"]
         assert msg.headers() == record["headers"]
         assert msg.timestamp()[1] == record["timestamp"]
-    # The batches are stored as the client compressed them: the broker does not recompress.
+    # The batches are stored as the client compressed them: the broker does not recompress
+    # (librdkafka sends a batch that its codec would not shrink uncompressed).
     segment = (broker.log_dir / "data" / f"{topic}-0" / f"{0:020d}.log").read_bytes()
     codecs = {header.compression for _, header in iter_batches(segment)}
-    assert codecs == {codec_id(codec)}
+    assert codec_id(codec) in codecs and codecs <= {0, codec_id(codec)}
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
