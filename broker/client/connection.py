@@ -13,7 +13,7 @@ import struct
 
 from broker.client.closeable import Closeable
 from broker.client.security import PLAINTEXT, ClientSecurity, login, wrap_socket
-from broker.protocol.header import encode_request_header
+from broker.protocol.header import decode_response_header, encode_request_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 
 _SIZE = struct.Struct(">i")
@@ -72,10 +72,10 @@ class BrokerConnection(Closeable):
         if not expect_response:
             return None
         frame = self.receive_frame()
-        (received_id,) = _SIZE.unpack_from(frame, 0)
+        received_id, body = decode_response_header(frame, 0, api_key, version)
         if received_id != correlation_id:
             raise BrokerConnectionError(f"response correlation id {received_id} does not match request {correlation_id}")
-        return RESPONSES[api_key].decode(version, memoryview(frame)[4:])
+        return RESPONSES[api_key].decode(version, memoryview(frame)[body:])
 
     def send_frame(self, payload: bytes) -> None:
         """Send ``payload`` with its size prefix."""
@@ -150,10 +150,10 @@ class BrokerConnection(Closeable):
             raise BrokerConnectionError(f"broker {self.host}:{self.port}: no request is waiting for an answer")
         frame = self.receive_frame()
         correlation_id, api_key, version = self._pipelined.popleft()
-        (received_id,) = _SIZE.unpack_from(frame, 0)
+        received_id, body = decode_response_header(frame, 0, api_key, version)
         if received_id != correlation_id:
             raise BrokerConnectionError(f"response correlation id {received_id} does not match request {correlation_id}")
-        return correlation_id, RESPONSES[api_key].decode(version, memoryview(frame)[4:])
+        return correlation_id, RESPONSES[api_key].decode(version, memoryview(frame)[body:])
 
     def close(self) -> None:
         self._sock.close()

@@ -99,6 +99,9 @@ class ErrorCode(IntEnum):
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     UNSTABLE_OFFSET_COMMIT = 88
+    RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
 
 
 class KafkaError(Exception):
@@ -643,6 +646,24 @@ class UnstableOffsetCommitError(KafkaError):
 
     errno = ErrorCode.UNSTABLE_OFFSET_COMMIT
     retriable = True
+
+
+class ResourceNotFoundError(KafkaError):
+    """The resource (for example, a user's SCRAM credential) does not exist."""
+
+    errno = ErrorCode.RESOURCE_NOT_FOUND
+
+
+class DuplicateResourceError(KafkaError):
+    """A request names the same resource twice."""
+
+    errno = ErrorCode.DUPLICATE_RESOURCE
+
+
+class UnacceptableCredentialError(KafkaError):
+    """A SCRAM credential the broker refuses (empty user name, iterations out of bounds)."""
+
+    errno = ErrorCode.UNACCEPTABLE_CREDENTIAL
 
 
 class UnrecognizedErrorCode(KafkaError):

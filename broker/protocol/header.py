@@ -1,8 +1,10 @@
-"""Request header v1 and response header v0: the envelope around every message body.
+"""Request and response headers: the envelope around every message body.
 
-Requests: int16 api_key, int16 api_version, int32 correlation_id, nullable string client_id.
-Responses: int32 correlation_id. Flexible requests (header v2) add tagged fields after
-client_id; the broker only decodes bodies of non-flexible versions, so it never needs them.
+Requests: int16 api_key, int16 api_version, int32 correlation_id, nullable string client_id
+(header v1); a flexible version's request (header v2) adds tagged fields after client_id.
+Responses: int32 correlation_id (header v0); a flexible version's response adds tagged fields
+(header v1), except ApiVersions, whose response header is always v0 so that any client can read
+the versions it may use.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from broker.protocol.api_keys import ApiKey
+from broker.protocol.messages import REQUESTS, RESPONSES
 from broker.protocol.types import INT32, BytesLike, Reader, Writer
 
 _FIXED = struct.Struct(">hhi")
@@ -35,23 +39,44 @@ def decode_request_header(data: BytesLike, offset: int = 0) -> RequestHeader:
     r = Reader(data, offset)
     api_key, api_version, correlation_id = r.unpack(_FIXED)
     client_id = r.nullable_string()
+    if request_header_flexible(api_key, api_version):
+        r.skip_tagged_fields()
     return RequestHeader(api_key, api_version, correlation_id, client_id, r.pos)
 
 
+def request_header_flexible(api_key: int, api_version: int) -> bool:
+    """Whether the request has header v2 (its version is flexible)."""
+    schema = REQUESTS.get(api_key)  # type: ignore[call-overload]
+    return schema is not None and schema.is_flexible(api_version)
+
+
+def response_header_flexible(api_key: int, api_version: int) -> bool:
+    """Whether the response has header v1: a flexible version, except ApiVersions'."""
+    schema = RESPONSES.get(api_key)  # type: ignore[call-overload]
+    return api_key != ApiKey.API_VERSIONS and schema is not None and schema.is_flexible(api_version)
+
+
 def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:
-    """Header v1 bytes for a client's request."""
+    """Header v1 (v2 for a flexible version) bytes for a client's request."""
     w = Writer()
     w.pack(_FIXED, api_key, api_version, correlation_id)
     w.nullable_string(client_id)
+    if request_header_flexible(api_key, api_version):
+        w.empty_tagged_fields()
     return bytes(w.buf)
 
 
-def encode_response_header(correlation_id: int) -> bytes:
-    """Response header v0: just the correlation id."""
+def encode_response_header(correlation_id: int, api_key: int = -1, api_version: int = 0) -> bytes:
+    """Response header v0 (the correlation id), or v1 (with empty tagged fields) for a flexible version."""
+    if response_header_flexible(api_key, api_version):
+        return INT32.pack(correlation_id) + b"\x00"
     return INT32.pack(correlation_id)
 
 
-def decode_response_header(data: BytesLike, offset: int = 0) -> ResponseHeader:
-    """Decode a response header v0 at ``data[offset:]``."""
+def decode_response_header(data: BytesLike, offset: int = 0, api_key: int = -1, api_version: int = 0) -> ResponseHeader:
+    """Decode the response header at ``data[offset:]`` of a response to ``api_key`` v``api_version``."""
     r = Reader(data, offset)
-    return ResponseHeader(r.int32(), r.pos)
+    correlation_id = r.int32()
+    if response_header_flexible(api_key, api_version):
+        r.skip_tagged_fields()
+    return ResponseHeader(correlation_id, r.pos)

@@ -3,8 +3,9 @@
 Declarations mirror Kafka's ``common/message/*.json``: a field has a type, the versions it
 exists in and the versions it may be null in. ``MessageSchema`` compiles each version into
 closures that read a dict from a ``Reader`` and write a dict to a ``Writer``; runs of fixed-width
-fields are packed with a single ``struct`` call. Only non-flexible versions are supported
-(no tagged fields, no compact types): the broker serves only those.
+fields are packed with a single ``struct`` call. A message's flexible versions (KIP-482) use
+compact lengths for strings, bytes and arrays and end every struct with tagged fields; the engine
+reads tagged fields past (none are defined here) and writes none.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import field as dc_field
 from typing import Any, NamedTuple
 
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
-from broker.protocol.types import PRIMITIVES, BytesLike, Reader, Type, Writer
+from broker.protocol.types import COMPACT, PRIMITIVES, BytesLike, Reader, Type, Writer
 
 MISSING: Any = object()
 _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
@@ -106,10 +107,23 @@ class _Part(NamedTuple):
     nested: bool
 
 
-def _primitive_array(item: Type, nullable: bool) -> tuple[Callable, Callable]:
+def _struct_array(item_read: Callable, item_write: Callable, min_size: int, nullable: bool,
+                  flexible: bool) -> tuple[Callable, Callable]:
+    """Read/write for an array whose items have their own codec (classic or compact length)."""
+    if flexible:
+        if nullable:
+            return ((lambda r: r.compact_nullable_array(item_read, min_size)),
+                    (lambda w, v: w.compact_nullable_array(v, item_write)))
+        return (lambda r: r.compact_array(item_read, min_size)), (lambda w, v: w.compact_array(v, item_write))
+    if nullable:
+        return (lambda r: r.nullable_array(item_read, min_size)), (lambda w, v: w.nullable_array(v, item_write))
+    return (lambda r: r.array(item_read, min_size)), (lambda w, v: w.array(v, item_write))
+
+
+def _primitive_array(item: Type, nullable: bool, flexible: bool = False) -> tuple[Callable, Callable]:
     """Read/write for an array of primitives; fixed-width items use one struct call."""
     fmt = item.fmt
-    if fmt is not None:
+    if fmt is not None and not flexible:
         size = item.min_size
 
         def read(r: Reader) -> list | None:
@@ -130,36 +144,28 @@ def _primitive_array(item: Type, nullable: bool) -> tuple[Callable, Callable]:
             w.buf += struct.pack(f">i{len(items)}{fmt}", len(items), *items)
 
         return read, write
-    item_read, item_write, min_size = item.read, item.write, item.min_size
-    if nullable:
-        return (lambda r: r.nullable_array(item_read, min_size)), (lambda w, v: w.nullable_array(v, item_write))
-    return (lambda r: r.array(item_read, min_size)), (lambda w, v: w.array(v, item_write))
+    return _struct_array(item.read, item.write, item.min_size, nullable, flexible)
 
 
-def _compile_field(f: Field, version: int) -> _Part:
+def _compile_field(f: Field, version: int, flexible: bool) -> _Part:
     nullable = version in f.nullable
     read: Callable[[Reader], Any]
     write: Callable[[Writer, Any], None]
+    types = {**PRIMITIVES, **COMPACT} if flexible else PRIMITIVES
     if f.type in ("[]", "struct"):
-        sub = compile_struct(f.fields, version)
+        sub = compile_struct(f.fields, version, flexible)
         if f.type == "struct":
             read, write, min_size = sub.read, sub.write, sub.min_size
             default: Any = None if nullable else {}
         else:
-            sub_read, sub_write, sub_min = sub.read, sub.write, sub.min_size
-            if nullable:
-                read = lambda r: r.nullable_array(sub_read, sub_min)  # noqa: E731
-                write = lambda w, v: w.nullable_array(v, sub_write)  # noqa: E731
-            else:
-                read = lambda r: r.array(sub_read, sub_min)  # noqa: E731
-                write = lambda w, v: w.array(v, sub_write)  # noqa: E731
-            default, min_size = [], 4
+            read, write = _struct_array(sub.read, sub.write, sub.min_size, nullable, flexible)
+            default, min_size = [], 1 if flexible else 4
         return _Part(f.name, read, write, default if f.default is MISSING else f.default, min_size, None, True)
     if f.type.startswith("[]"):
-        item, _ = PRIMITIVES[f.type[2:]]
-        read, write = _primitive_array(item, nullable)
-        return _Part(f.name, read, write, [] if f.default is MISSING else f.default, 4, None, False)
-    t, with_null = PRIMITIVES[f.type]
+        item, _ = types[f.type[2:]]
+        read, write = _primitive_array(item, nullable, flexible)
+        return _Part(f.name, read, write, [] if f.default is MISSING else f.default, 1 if flexible else 4, None, False)
+    t, with_null = types[f.type]
     if nullable:
         if with_null is None:
             raise ValueError(f"{f.name}: type {f.type} cannot be nullable")
@@ -192,9 +198,9 @@ def _merge_fixed(parts: list[_Part]) -> list[tuple]:
     return steps
 
 
-def compile_struct(fields: Sequence[Field], version: int) -> Compiled:
-    """Compile the fields that exist in ``version`` into read/write closures."""
-    parts = [_compile_field(f, version) for f in fields if version in f.versions]
+def compile_struct(fields: Sequence[Field], version: int, flexible: bool = False) -> Compiled:
+    """Compile the fields that exist in ``version`` into read/write closures (``flexible``: KIP-482 encoding)."""
+    parts = [_compile_field(f, version, flexible) for f in fields if version in f.versions]
     names = tuple(p.name for p in parts)
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate field names in version {version}: {names}")
@@ -224,7 +230,24 @@ def compile_struct(fields: Sequence[Field], version: int) -> Compiled:
                     raise ProtocolEncodeError(f"expected a dict, got {type(obj).__name__}") from None
                 raise ProtocolEncodeError(f"{_label(key)}: {exc}") from None
 
+    if flexible:  # each struct ends with its tagged fields: read past, written empty
+        return Compiled(_then_skip_tags(read), _then_no_tags(write), sum(p.min_size for p in parts) + 1, names)
     return Compiled(read, write, sum(p.min_size for p in parts), names)
+
+
+def _then_skip_tags(read: Callable[[Reader], dict]) -> Callable[[Reader], dict]:
+    def read_flexible(r: Reader) -> dict:
+        out = read(r)
+        r.skip_tagged_fields()
+        return out
+    return read_flexible
+
+
+def _then_no_tags(write: Callable[[Writer, Mapping[str, Any]], None]) -> Callable[[Writer, Mapping[str, Any]], None]:
+    def write_flexible(w: Writer, obj: Mapping[str, Any]) -> None:
+        write(w, obj)
+        w.empty_tagged_fields()
+    return write_flexible
 
 
 def _label(key: str | tuple[str, ...]) -> str:
@@ -234,15 +257,20 @@ def _label(key: str | tuple[str, ...]) -> str:
 class MessageSchema:
     """A request or response body, declared once and compiled for each of its versions."""
 
-    def __init__(self, name: str, api_key: int, versions: str, fields: Sequence[Field]) -> None:
+    def __init__(self, name: str, api_key: int, versions: str, fields: Sequence[Field], flexible: str = "none") -> None:
         self.name = name
         self.api_key = api_key
         rng = Versions.parse(versions)
         if rng.hi is None:
             raise ValueError(f"{name}: give a closed version range")
         self.min_version, self.max_version = rng.lo, rng.hi
+        self.flexible_versions = Versions.parse(flexible)
         self.fields = tuple(fields)
-        self._compiled = {v: compile_struct(self.fields, v) for v in range(rng.lo, rng.hi + 1)}
+        self._compiled = {v: compile_struct(self.fields, v, v in self.flexible_versions) for v in range(rng.lo, rng.hi + 1)}
+
+    def is_flexible(self, version: int) -> bool:
+        """Whether ``version`` uses KIP-482's encoding (and request header v2 / response header v1)."""
+        return version in self.flexible_versions
 
     def __repr__(self) -> str:
         return f"<MessageSchema {self.name} v{self.min_version}-{self.max_version}>"
@@ -264,8 +292,11 @@ class MessageSchema:
         codec = self.compiled(version)
         r = Reader(data, offset)
         obj = codec.read(r)
-        if r.pos != r.end:
-            raise ProtocolDecodeError(f"{self.name} v{version}: {r.end - r.pos} trailing bytes")
+        trailing = r.end - r.pos
+        if trailing and not (version in self.flexible_versions and not any(r.raw(trailing))):
+            # empty tagged-field sections repeated after the body are let through, as Kafka (which
+            # never checks for trailing bytes) lets them: librdkafka sends some requests' twice
+            raise ProtocolDecodeError(f"{self.name} v{version}: {trailing} trailing bytes")
         return obj
 
     def encode(self, version: int, obj: Mapping[str, Any]) -> list[Any]:

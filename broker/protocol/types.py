@@ -201,6 +201,56 @@ class Reader:
         size = self._length(INT32, "records", True)
         return None if size < 0 else bytearray(self.raw(size))
 
+    # Flexible versions (KIP-482): lengths are unsigned varints of length + 1 (0: null), and
+    # every struct ends with tagged fields, which the broker reads past (it defines none).
+
+    def uvarint(self) -> int:
+        value, self.pos = decode_uvarint(self.buf, self.pos, self.end, max_bytes=5)
+        return value
+
+    def _compact_length(self, what: str, nullable: bool) -> int:
+        size = self.uvarint() - 1
+        if size < 0 and not nullable:
+            raise ProtocolDecodeError(f"null {what} where it may not be null, at position {self.pos - 1}")
+        return size
+
+    def compact_string(self) -> str:
+        return self._text(self._compact_length("string", False))
+
+    def compact_nullable_string(self) -> str | None:
+        size = self._compact_length("string", True)
+        return None if size < 0 else self._text(size)
+
+    def compact_bytes(self) -> builtins.bytes:
+        return bytes(self.raw(self._compact_length("bytes", False)))
+
+    def compact_nullable_bytes(self) -> builtins.bytes | None:
+        size = self._compact_length("bytes", True)
+        return None if size < 0 else bytes(self.raw(size))
+
+    def compact_records(self) -> bytearray | None:
+        size = self._compact_length("records", True)
+        return None if size < 0 else bytearray(self.raw(size))
+
+    def compact_array_length(self, min_item_size: int, nullable: bool) -> int:
+        count = self._compact_length("array", nullable)
+        if count > 0 and count * max(min_item_size, 1) > self.end - self.pos:
+            raise ProtocolDecodeError(f"array of {count} items cannot fit in {self.end - self.pos} bytes")
+        return count
+
+    def compact_array(self, read_item: Callable[[Reader], Any], min_item_size: int = 1) -> list:
+        return [read_item(self) for _ in range(self.compact_array_length(min_item_size, False))]
+
+    def compact_nullable_array(self, read_item: Callable[[Reader], Any], min_item_size: int = 1) -> list | None:
+        count = self.compact_array_length(min_item_size, True)
+        return None if count < 0 else [read_item(self) for _ in range(count)]
+
+    def skip_tagged_fields(self) -> None:
+        """Read past a tagged-fields section: a count, then (tag, size, data) each."""
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.raw(self.uvarint())
+
     def array_length(self, min_item_size: int, nullable: bool) -> int:
         """Read an array count and reject one that cannot fit in what is left (-1: null)."""
         count = self._length(INT32, "array", nullable)
@@ -323,6 +373,60 @@ class Writer:
             self.buf += INT32.pack(chunk_size)
             self.append_chunk(v)
 
+    def uvarint(self, v: int) -> None:
+        self.buf += encode_uvarint(v)
+
+    def compact_string(self, v: str) -> None:
+        if v is None:
+            raise ProtocolEncodeError("null for a non-nullable string")
+        data = v.encode("utf-8")
+        if len(data) > MAX_STRING_LENGTH:
+            raise ProtocolEncodeError(f"string of {len(data)} bytes exceeds {MAX_STRING_LENGTH}")
+        self.buf += encode_uvarint(len(data) + 1)
+        self.buf += data
+
+    def compact_nullable_string(self, v: str | None) -> None:
+        if v is None:
+            self.buf.append(0)
+        else:
+            self.compact_string(v)
+
+    def compact_bytes(self, v: BytesLike) -> None:
+        if v is None:
+            raise ProtocolEncodeError("null for non-nullable bytes")
+        self.buf += encode_uvarint((v.nbytes if isinstance(v, memoryview) else len(v)) + 1)
+        self.buf += v
+
+    def compact_nullable_bytes(self, v: BytesLike | None) -> None:
+        if v is None:
+            self.buf.append(0)
+        else:
+            self.compact_bytes(v)
+
+    def compact_records(self, v: Any) -> None:
+        """Records in a flexible version: in this buffer (no out-of-band slices there)."""
+        if v is not None and not isinstance(v, (bytes, bytearray, memoryview)):
+            raise ProtocolEncodeError(f"records value {type(v).__name__} cannot be sent in a flexible version")
+        self.compact_nullable_bytes(v)
+
+    def compact_array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
+        if items is None:
+            raise ProtocolEncodeError("null for a non-nullable array")
+        self.compact_nullable_array(items, write_item)
+
+    def compact_nullable_array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
+        if items is None:
+            self.buf.append(0)
+            return
+        if not isinstance(items, Sized):
+            items = list(items)
+        self.buf += encode_uvarint(len(items) + 1)
+        for item in items:
+            write_item(self, item)
+
+    def empty_tagged_fields(self) -> None:
+        self.buf.append(0)
+
     def array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
         if items is None:
             raise ProtocolEncodeError("null for a non-nullable array")
@@ -373,6 +477,21 @@ NULLABLE_STRING_T = Type("nullable_string", Reader.nullable_string, Writer.nulla
 BYTES_T = Type("bytes", Reader.bytes, Writer.bytes, b"", 4)
 NULLABLE_BYTES_T = Type("nullable_bytes", Reader.nullable_bytes, Writer.nullable_bytes, None, 4)
 RECORDS_T = Type("records", Reader.records, Writer.records, None, 4)
+
+COMPACT_STRING_T = Type("compact_string", Reader.compact_string, Writer.compact_string, "", 1)
+COMPACT_NULLABLE_STRING_T = Type("compact_nullable_string", Reader.compact_nullable_string,
+                                 Writer.compact_nullable_string, None, 1)
+COMPACT_BYTES_T = Type("compact_bytes", Reader.compact_bytes, Writer.compact_bytes, b"", 1)
+COMPACT_NULLABLE_BYTES_T = Type("compact_nullable_bytes", Reader.compact_nullable_bytes,
+                                Writer.compact_nullable_bytes, None, 1)
+COMPACT_RECORDS_T = Type("compact_records", Reader.compact_records, Writer.compact_records, None, 1)
+
+#: The types a flexible version encodes differently (compact lengths); the others are shared.
+COMPACT: dict[str, tuple[Type, Type | None]] = {
+    "string": (COMPACT_STRING_T, COMPACT_NULLABLE_STRING_T),
+    "bytes": (COMPACT_BYTES_T, COMPACT_NULLABLE_BYTES_T),
+    "records": (COMPACT_RECORDS_T, COMPACT_RECORDS_T),
+}
 
 # Schema type names (as in Kafka's JSON) -> (type, its nullable variant or None).
 PRIMITIVES: dict[str, tuple[Type, Type | None]] = {

@@ -69,6 +69,8 @@ REQUIRED: dict[ApiKey, Required] = {
     ApiKey.DESCRIBE_ACLS: Required(CLUSTER, Op.DESCRIBE),
     ApiKey.CREATE_ACLS: Required(CLUSTER, Op.ALTER),
     ApiKey.DELETE_ACLS: Required(CLUSTER, Op.ALTER),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: Required(CLUSTER, Op.DESCRIBE),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Required(CLUSTER, Op.ALTER),
 }
 
 #: A follower's Fetch and OffsetForLeaderEpoch (replica_id >= 0) are inter-broker traffic.

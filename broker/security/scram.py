@@ -24,6 +24,8 @@ MECHANISMS: dict[str, tuple[str, int, int]] = {
     "SCRAM-SHA-512": ("sha512", 4096, 16384),
 }
 DEFAULT_ITERATIONS = 4096
+#: The mechanisms' ids on the wire (Kafka's ScramMechanism type byte; 0 is unknown).
+MECHANISM_IDS: dict[str, int] = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
 
 class ScramFormatError(ValueError):
@@ -90,7 +92,19 @@ def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITE
     if not low <= iterations <= high:
         raise ScramFormatError(f"{mechanism} iterations must be between {low} and {high}, not {iterations}")
     salt = salt if salt is not None else secrets.token_bytes(32)
-    salted = salted_password(hash_name, password, salt, iterations)
+    return credential_from_salted(mechanism, salted_password(hash_name, password, salt, iterations), salt, iterations)
+
+
+def salt_password(mechanism: str, password: str, iterations: int) -> tuple[bytes, bytes]:
+    """(a fresh salt, the password salted with it): what AlterUserScramCredentials carries."""
+    salt = secrets.token_bytes(32)
+    return salt, salted_password(_hash_name(mechanism), password, salt, iterations)
+
+
+def credential_from_salted(mechanism: str, salted: bytes, salt: bytes, iterations: int) -> ScramCredential:
+    """The stored credential for a password already salted (AlterUserScramCredentials sends that,
+    so the password itself never reaches the broker)."""
+    hash_name = _hash_name(mechanism)
     client_key = _hmac(hash_name, salted, b"Client Key")
     return ScramCredential(salt, hashlib.new(hash_name, client_key).digest(),
                            _hmac(hash_name, salted, b"Server Key"), iterations)

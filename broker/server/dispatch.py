@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.protocol.errors import ProtocolDecodeError
-from broker.protocol.header import RequestHeader
+from broker.protocol.header import RequestHeader, response_header_flexible
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 
 if TYPE_CHECKING:
@@ -79,8 +79,9 @@ class Dispatcher:
         handler = self.handlers[header.api_key]
         version = header.api_version if handler.serves(header.api_version) else 0
         parts = RESPONSES[handler.api_key].encode(version, response)
-        size = 4 + sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size for p in parts)
-        prefix = _RESPONSE_PREFIX.pack(size, header.correlation_id)
+        tags = b"\x00" if response_header_flexible(header.api_key, version) else b""  # header v1's tagged fields
+        size = 4 + len(tags) + sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size for p in parts)
+        prefix = _RESPONSE_PREFIX.pack(size, header.correlation_id) + tags
         if parts and isinstance(parts[0], (bytes, bytearray)):
             parts[0] = prefix + parts[0]
         else:

@@ -17,7 +17,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrap
 from twisted.internet.error import ConnectionLost
 from twisted.protocols.basic import Int32StringReceiver
 
-from broker.protocol.header import encode_request_header
+from broker.protocol.header import decode_response_header, encode_request_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 from broker.security.listener_config import InterBrokerSecurity
 from broker.security.sasl_client import login_steps
@@ -59,7 +59,8 @@ class KafkaClientProtocol(Int32StringReceiver):
             return
         api_key, version, d = pending
         try:
-            response = RESPONSES[api_key].decode(version, memoryview(frame)[4:])
+            body = decode_response_header(frame, 0, api_key, version).body_offset
+            response = RESPONSES[api_key].decode(version, memoryview(frame)[body:])
         except Exception as exc:  # a response we cannot read: drop the connection
             d.errback(exc)
             self.close()

@@ -5,11 +5,14 @@
     logbus configs --bootstrap-server H:P --entity-type topics --entity-name t --describe
     logbus configs --zookeeper Z:2181 --entity-type users --entity-name alice --alter \
         --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+    logbus configs --bootstrap-server H:P --command-config admin.properties --entity-type users ...
 
 Each entity type is one entry of ENTITY_TYPES (how to alter and describe it); topics and brokers
 go through IncrementalAlterConfigs and DescribeConfigs, so every broker applies a change within
 moments through /config/changes. Users (SCRAM credentials) are written to ZooKeeper
-(/config/users/<user>, salted, as Kafka stores them): brokers read them at each login.
+(/config/users/<user>, salted, as Kafka stores them), directly with --zookeeper or through
+AlterUserScramCredentials with --bootstrap-server (the password is salted here, never sent):
+brokers read them at each login.
 """
 
 from __future__ import annotations
@@ -23,7 +26,14 @@ from broker.cluster.zk import ZkClient
 from broker.cluster.zkdata import ConfigType, is_storable_name
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
-from broker.security.scram import DEFAULT_ITERATIONS, ScramCredential, ScramFormatError, make_credential
+from broker.security.scram import (
+    DEFAULT_ITERATIONS,
+    MECHANISM_IDS,
+    ScramCredential,
+    ScramFormatError,
+    make_credential,
+    salt_password,
+)
 from broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from broker.tools import CommandError
 from broker.tools.access import add_command_config, from_args
@@ -130,7 +140,7 @@ def _describe_over_protocol(resource_type: int, label: str) -> Callable[[argpars
 
 def _zk(args: argparse.Namespace) -> ZkClient:
     if not args.zookeeper:
-        raise CommandError("--entity-type users needs --zookeeper (AlterUserScramCredentials is not served)")
+        raise CommandError("--entity-type users needs --zookeeper or --bootstrap-server")
     zk = ZkClient(args.zookeeper, session_timeout_ms=10000)
     try:
         zk.start(timeout=15)
@@ -161,6 +171,8 @@ def _alter_user(args: argparse.Namespace, name: str, to_set: dict[str, str], to_
         raise CommandError(f"users take {', '.join(SCRAM_MECHANISMS)} only, not {', '.join(unknown)}")
     if not is_storable_name(name):
         raise CommandError(f"{name!r} cannot be a user name")
+    if args.bootstrap_server:
+        return _alter_user_over_protocol(args, name, to_set, to_delete)
     credentials = {}
     for mechanism, value in to_set.items():
         password, iterations = scram_settings(mechanism, value)
@@ -181,7 +193,27 @@ def _alter_user(args: argparse.Namespace, name: str, to_set: dict[str, str], to_
     return 0
 
 
+def _alter_user_over_protocol(args: argparse.Namespace, name: str, to_set: dict[str, str], to_delete: list[str]) -> int:
+    """AlterUserScramCredentials: the password is salted here, only the salted form is sent."""
+    upsertions = []
+    for mechanism, value in to_set.items():
+        password, iterations = scram_settings(mechanism, value)
+        salt, salted = salt_password(mechanism, password, iterations)
+        upsertions.append({"name": name, "mechanism": MECHANISM_IDS[mechanism], "iterations": iterations,
+                           "salt": salt, "salted_password": salted})
+    deletions = [{"name": name, "mechanism": MECHANISM_IDS[m]} for m in to_delete]
+    with _connection(args) as conn:
+        answer = conn.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {"deletions": deletions, "upsertions": upsertions})
+    for result in answer["results"]:
+        if result["error_code"] != ErrorCode.NONE:
+            raise CommandError(f"{ErrorCode(result['error_code']).name}: {result['error_message'] or ''}".rstrip(": "))
+    print(f"Completed updating config for user {name}.")
+    return 0
+
+
 def _describe_user(args: argparse.Namespace, name: str) -> int:
+    if args.bootstrap_server:
+        return _describe_user_over_protocol(args, name)
     zk = _zk(args)
     try:
         config = zk.entity_config(ConfigType.USER, name)
@@ -194,6 +226,19 @@ def _describe_user(args: argparse.Namespace, name: str) -> int:
                 shown.append(f"{mechanism}=iterations={ScramCredential.from_config(config[mechanism]).iterations}")
             except ScramFormatError:
                 shown.append(f"{mechanism}=(unreadable)")
+    print(f"SCRAM credential configs for user-principal '{name}' are {', '.join(shown)}")
+    return 0
+
+
+def _describe_user_over_protocol(args: argparse.Namespace, name: str) -> int:
+    """DescribeUserScramCredentials for one user (a user without credentials shows none)."""
+    with _connection(args) as conn:
+        answer = conn.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": name}]})
+    if answer["error_code"] != ErrorCode.NONE:
+        raise CommandError(f"{ErrorCode(answer['error_code']).name}: {answer['error_message'] or ''}".rstrip(": "))
+    names = {number: mechanism for mechanism, number in MECHANISM_IDS.items()}
+    shown = [f"{names.get(i['mechanism'], i['mechanism'])}=iterations={i['iterations']}"
+             for r in answer["results"] if r["error_code"] == ErrorCode.NONE for i in r["credential_infos"]]
     print(f"SCRAM credential configs for user-principal '{name}' are {', '.join(shown)}")
     return 0
 

@@ -311,34 +311,40 @@ def _logbus(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=60)
 
 
-def test_configs_tool_manages_scram_users(secured: SecuredBroker, tmp_path: Path) -> None:
+@pytest.mark.parametrize("way", ["zookeeper", "bootstrap-server"])
+def test_configs_tool_manages_scram_users(secured: SecuredBroker, tmp_path: Path, way: str) -> None:
+    """kafka-configs' users: straight into ZooKeeper, or over SASL_SSL (--command-config) through
+    AlterUserScramCredentials / DescribeUserScramCredentials; the same results either way."""
+    name = f"dave-{way[:2]}"
+
     def can_log_in(mechanism: str) -> bool:
         try:
             BrokerConnection("127.0.0.1", secured.ports["SASL_SSL"],
-                             security=ClientSecurity.from_props(scram(secured, "dave", "dave-secret", mechanism))).close()
+                             security=ClientSecurity.from_props(scram(secured, name, "dave-secret", mechanism))).close()
             return True
         except SaslAuthenticationFailedError:
             return False
 
-    user = ["--zookeeper", secured.zk_connect, "--entity-type", "users", "--entity-name", "dave"]
+    config = tmp_path / "client.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in scram(secured).items()))
+    where = (["--zookeeper", secured.zk_connect] if way == "zookeeper" else
+             ["--bootstrap-server", secured.address("SASL_SSL"), "--command-config", str(config)])
+    user = [*where, "--entity-type", "users", "--entity-name", name]
     added = _logbus("configs", *user, "--alter", "--add-config",
                     "SCRAM-SHA-256=[iterations=8192,password=dave-secret],SCRAM-SHA-512=[password=dave-secret]")
     assert added.returncode == 0, added.stderr
     assert can_log_in("SCRAM-SHA-256") and can_log_in("SCRAM-SHA-512")
     described = _logbus("configs", *user, "--describe")
-    assert "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096" in described.stdout
+    assert "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096" in described.stdout, described.stderr
     assert "dave-secret" not in described.stdout
     deleted = _logbus("configs", *user, "--alter", "--delete-config", "SCRAM-SHA-256")
     assert deleted.returncode == 0, deleted.stderr
     assert not can_log_in("SCRAM-SHA-256") and can_log_in("SCRAM-SHA-512")
     too_few = _logbus("configs", *user, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=10,password=x]")
     assert too_few.returncode != 0 and "between 4096 and 16384" in too_few.stderr
-    # --command-config: the tool itself over SASL_SSL
-    config = tmp_path / "client.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in scram(secured).items()))
-    topics = _logbus("configs", "--bootstrap-server", secured.address("SASL_SSL"), "--command-config", str(config),
-                     "--entity-type", "brokers", "--entity-default", "--describe")
-    assert topics.returncode == 0, topics.stderr
+    assert len(too_few.stderr.strip().splitlines()) == 1, too_few.stderr
+    brokers = _logbus("configs", *where, "--entity-type", "brokers", "--entity-default", "--describe")
+    assert (brokers.returncode == 0) == (way == "bootstrap-server"), brokers.stderr  # brokers' configs: over the protocol
 
 
 def test_enabled_protocols_and_cipher_suites_per_listener(secured: SecuredBroker) -> None:
@@ -459,4 +465,51 @@ def test_every_broker_tool_takes_the_client_properties_file(secured: SecuredBrok
         out = _logbus(*args)  # the SASL_SSL port without the file: the broker does not speak to it
         assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
         assert "is security.protocol set?" in out.stderr, out.stderr
+    assert_serving(secured)
+
+
+def test_scram_users_managed_over_the_protocol_by_librdkafka(secured: SecuredBroker) -> None:
+    """AlterUserScramCredentials and DescribeUserScramCredentials (flexible versions: compact
+    strings, tagged fields, header v2) from confluent-kafka's AdminClient: a user made over
+    SASL_SSL logs in, is described, loses the mechanism again; bad changes get Kafka's codes."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    librdkafka = {**scram(secured), "ssl.ca.location": str(secured.certs.ca)}
+    del librdkafka["ssl.truststore.location"]
+    admin = AdminClient({"bootstrap.servers": secured.address("SASL_SSL"), **librdkafka})
+    user = f"erin-{uuid.uuid4().hex[:6]}"
+    sha512 = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    done = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, sha512, b"erin-secret")])
+    done[user].result(20)
+
+    def can_log_in(password: str) -> bool:
+        try:
+            BrokerConnection("127.0.0.1", secured.ports["SASL_SSL"], timeout=10,
+                             security=ClientSecurity.from_props(scram(secured, user, password, "SCRAM-SHA-512"))).close()
+            return True
+        except (SaslAuthenticationFailedError, BrokerConnectionError):
+            return False
+
+    assert can_log_in("erin-secret") and not can_log_in("wrong")
+    described = admin.describe_user_scram_credentials([user])[user].result(20)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [(ScramMechanism.SCRAM_SHA_512, 8192)]
+    everyone = admin.describe_user_scram_credentials().result(20)
+    assert {user, "alice", "bob"} <= set(everyone)
+
+    too_few = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 10)
+    with pytest.raises(KafkaException, match="UNACCEPTABLE_CREDENTIAL|iterations"):
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, too_few, b"x")])[user].result(20)
+    missing = f"nobody-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(KafkaException, match="RESOURCE_NOT_FOUND|does not exist"):
+        admin.describe_user_scram_credentials([missing])[missing].result(20)
+
+    admin.alter_user_scram_credentials([UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)])[user].result(20)
+    assert not can_log_in("erin-secret")
     assert_serving(secured)

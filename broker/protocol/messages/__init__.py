@@ -44,6 +44,12 @@ _PAIRS: dict[ApiKey, tuple[MessageSchema, MessageSchema]] = {
     ),
     ApiKey.OFFSET_DELETE: (operations.OFFSET_DELETE_REQUEST, operations.OFFSET_DELETE_RESPONSE),
     ApiKey.ELECT_LEADERS: (operations.ELECT_LEADERS_REQUEST, operations.ELECT_LEADERS_RESPONSE),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (
+        sasl.DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST, sasl.DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (
+        sasl.ALTER_USER_SCRAM_CREDENTIALS_REQUEST, sasl.ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
+    ),
 }
 
 REQUESTS: dict[ApiKey, MessageSchema] = {key: pair[0] for key, pair in _PAIRS.items()}

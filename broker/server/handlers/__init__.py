@@ -32,6 +32,7 @@ from broker.server.handlers import (
     produce,
     sasl,
     sync_group,
+    user_scram_credentials,
 )
 
 ALL_HANDLERS = [
@@ -68,4 +69,4 @@ ALL_HANDLERS = [
         incremental_alter_configs,
         elect_leaders,
     )
-] + [sasl.HANDSHAKE, sasl.AUTHENTICATE]
+] + [sasl.HANDSHAKE, sasl.AUTHENTICATE, user_scram_credentials.DESCRIBE_HANDLER, user_scram_credentials.ALTER_HANDLER]
