@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
 _ENV = Environment(loader=PackageLoader("pipelines.validation", "templates"), autoescape=True,
                    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -59,7 +60,7 @@ def _expectation_row(r: Mapping[str, Any]) -> dict:
         seen = f"{result.get('unexpected_count') or 0} unexpected of {result['element_count']} rows"
     return {
         "success": bool(r.get("success")), "check": (cfg.get("meta") or {}).get("check", cfg.get("type", "")),
-        "expectation": cfg.get("type", ""),
+        "expectation": Markup("_<wbr>").join(str(cfg.get("type", "")).split("_")),  # may wrap at underscores
         "arguments": ", ".join(f"{k}={_text(v)}" for k, v in kwargs.items() if k not in _HIDDEN_KWARGS),
         "where": condition_text(kwargs.get("row_condition")),
         "observed": "" if seen is None else _text(seen),

@@ -1,9 +1,13 @@
-"""What a page would fetch when opened: every resource it names (scripts, styles, fonts, images)."""
+"""What a page would fetch when opened: every resource it names (scripts, styles, fonts, images), and
+what headless Chromium shows and requests when it opens it."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from html.parser import HTMLParser
+from pathlib import Path
 
 _CSS_URL = re.compile(r"""url\(\s*['"]?([^'")\s]+)|@import\s+['"]([^'"]+)""", re.IGNORECASE)
 _LOADING_ATTRS = frozenset({"src", "href", "srcset", "data", "poster", "background"})
@@ -42,3 +46,20 @@ def resources(html: str) -> list[str]:
 def remote_resources(html: str) -> list[str]:
     """The resources that would leave the machine: http(s) and protocol-relative URLs."""
     return [u for u in resources(html) if re.match(r"(?i)(https?:)?//", u.strip())]
+
+
+def open_in_chromium(url: str, work: Path) -> tuple[bytes, list[str]]:
+    """(a 1000x700 screenshot, every URL the page requested) from headless Chromium opening ``url``.
+    The URLs come from Chromium's NetLog: requests made for a file:// page carry its network isolation
+    key, which tells them from the browser's own background requests (updates, accounts)."""
+    work.mkdir(parents=True, exist_ok=True)
+    shot, netlog = work / "page.png", work / "netlog.json"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", f"--user-data-dir={work / 'profile'}",
+                    f"--log-net-log={netlog}", "--window-size=1000,700", f"--screenshot={shot}", url],
+                   capture_output=True, timeout=60, check=True)
+    log = json.loads(netlog.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    urls = [e["params"]["url"] for e in log["events"] if e["type"] == start
+            and str(e["params"].get("network_isolation_key", "")).startswith("file://")]
+    return shot.read_bytes(), [u for u in urls if not u.startswith("file:")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from pipelines.manifest import OffsetStore, build_manifest
 from pipelines.task_stats import TaskStats
 from pipelines.validation import ValidationFailed, validate_run
 from pipelines.validation.suite import ARROW_TYPES, expectation_specs
-from tests.validation.offline import remote_resources, resources
+from tests.validation.offline import open_in_chromium, remote_resources, resources
 
 TOPIC = "page-views"
 SCHEMA = [{"name": "member_id", "type": "long", "required": True}, {"name": "page", "type": "string", "required": True},
@@ -124,6 +125,21 @@ def test_the_page_shows_the_arrow_type_check_of_every_declared_type(tmp_path):
     assert len(set(ARROW_TYPES.values())) == 8
     for ftype, want in ARROW_TYPES.items():  # declared type -> its Arrow type, checked on the stored schema
         assert f"<td><code>{name[ftype]}</code></td><td><code>{want}</code></td><td><code>{want}</code></td>" in page
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_headless_chromium_shows_the_page_and_requests_nothing(tmp_path):
+    cfg = config(tmp_path)
+    seed(tmp_path, cfg)
+    validate_run(cfg, RUN)
+    shot, requested = open_in_chromium((tmp_path / TOPIC / "_validation" / RUN / "docs" / "index.html").as_uri(),
+                                       tmp_path / "chromium")
+    # the control: a blank page that loads GE's CDN assets; its requests are seen, its screenshot is tiny
+    (tmp_path / "cdn.html").write_text(GE_CDN_SAMPLE.replace("x</a>", "</a>"))
+    blank, cdn_requests = open_in_chromium((tmp_path / "cdn.html").as_uri(), tmp_path / "control")
+    assert requested == [] and GE_CDN_URLS[0] in cdn_requests
+    assert len(shot) > 10 * len(blank)  # tables and text compress far worse than a white screen
 
 
 def test_a_bad_manifest_count_fails_naming_the_partition(tmp_path):
