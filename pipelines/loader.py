@@ -276,9 +276,7 @@ class Loader:
         return manifests
 
     def validate(self, plan: Plan, results: list[TaskStats]) -> RunValidation | None:
-        """The DAG's validate step on a loaded run (pipelines.validation): the load results are saved as
-        ``.loaded.json`` first, so a run that fails stays pending exactly as in Airflow. Raises
-        ``ValidationFailed``; a plan without topics has nothing to validate (None)."""
+        """The DAG's validate step on a loaded run, its stats saved first so a failed run stays pending as in Airflow."""
         if not plan.topics:
             return None
         from pipelines.validation import validate_run
@@ -304,9 +302,7 @@ class Loader:
                          validation=validation)
 
     def run(self, validate: bool = False) -> list[RunResult]:
-        """Finish pending runs, then plan -> load -> commit a new one (with ``validate``, plan -> load ->
-        validate -> commit, as the DAG does: a run that fails validation raises and is not committed).
-        Returns every run done."""
+        """Finish pending runs, then plan -> load -> [validate ->] commit a new one; returns every run done."""
         self._rebuild_lost()
         done = []
         for plan in self.pending_runs():

@@ -272,8 +272,7 @@ def run_manifests(config: LoaderConfig, run_id: str, store=None) -> dict[str, di
 
 def validate_run(config: LoaderConfig, run_id: str, raise_on_failure: bool = True,
                  fs: WarehouseFS | None = None) -> RunValidation:
-    """Validate every topic of a run; raises ``ValidationFailed`` (naming the failed checks) if any fails.
-    ``fs``: the warehouse's filesystem when the caller has one open (a Loader's: hdfs:// through Spark)."""
+    """Validate every topic of a run (on ``fs`` if the caller has it open); raises ``ValidationFailed`` naming the failures."""
     from pipelines.manifest import OffsetStore
 
     fs = config.warehouse_fs() if fs is None else fs

@@ -140,6 +140,15 @@ def test_load_run_validate_commits_what_passes_and_keeps_the_offsets_of_what_fai
     assert [m["run_id"] for m in store.manifests(topic)] == [good["run_id"]]  # the offsets did not move
     assert "validation FAILED" in (warehouse / topic / "_validation" / pending / "docs" / "index.html").read_text()
 
+    # an expectation Great Expectations does not know: one line, nothing committed
+    raw["topics"][0]["expectations"] = [{"expect_no_such_thing": {"column": "page"}}]
+    conf.write_text(yaml.safe_dump(raw))
+    assert main(["run", "--config", str(conf), "--validate", "--quiet"]) == 1
+    assert capsys.readouterr().err == (
+        f"logbus load: error: validation of run {pending} could not run: expectations[0] of topic {topic} in the "
+        f"loader config: 'expect_no_such_thing' is not a Great Expectations 1.x expectation; nothing was committed\n")
+    assert store.pending(topic) == [pending]
+
     # the expectation fixed: the pending run is validated again and committed, as the DAG would
     del raw["topics"][0]["expectations"]
     conf.write_text(yaml.safe_dump(raw))

@@ -49,9 +49,9 @@ def remote_resources(html: str) -> list[str]:
 
 
 def open_in_chromium(url: str, work: Path) -> tuple[bytes, list[str]]:
-    """(a 1000x700 screenshot, every URL the page requested) from headless Chromium opening ``url``.
-    The URLs come from Chromium's NetLog: requests made for a file:// page carry its network isolation
-    key, which tells them from the browser's own background requests (updates, accounts)."""
+    """(a screenshot, the URLs requested for the page) from headless Chromium opening a file:// ``url``."""
+    # in the NetLog, requests made for a file:// page carry its network isolation key; the browser's own
+    # background requests (updates, accounts) do not
     work.mkdir(parents=True, exist_ok=True)
     shot, netlog = work / "page.png", work / "netlog.json"
     subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
