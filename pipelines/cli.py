@@ -1,6 +1,6 @@
 """`logbus load`: run, plan, rerun, history and reset warehouse loads (conf/loader.yaml).
 
-    logbus load run     [--config conf/loader.yaml] [--bootstrap-server H:P] [--warehouse URL] [--master M]
+    logbus load run     [--config conf/loader.yaml] [--bootstrap-server H:P] [--warehouse URL] [--master M] [--validate]
     logbus load plan    (what the next run would read; nothing is written)
     logbus load rerun   --run-id ID
     logbus load history [--topic T]
@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("run", help="finish any pending run, then plan, load and commit a new one")
     common(p)
     spark(p)
+    p.add_argument("--validate", action="store_true",
+                   help="validate each run with the DAG's Great Expectations suites before committing it "
+                        "(a failure: the offsets do not move, exit 1) and write its Data Docs")
     p = sub.add_parser("plan", help="show what the next run would read (writes nothing)")
     common(p)
     p = sub.add_parser("rerun", help="replay a past run's ranges from its saved offsets")
@@ -60,7 +63,7 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.config import ConfigError, load_config
-    from pipelines.errors import LoadError
+    from pipelines.errors import LoadError, ValidationFailed
     from pipelines.faults import LoadFaults
     from pipelines.loader import Loader
 
@@ -80,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
             return ACTIONS[args.action](loader, args, out)
     except (LoadError, ConfigError) as exc:
         raise CommandError(str(exc)) from None
+    except ValidationFailed as exc:
+        raise CommandError(exc.one_line()) from None
     except OSError as exc:
         raise CommandError(f"{config.warehouse}: {exc}") from None
 
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(loader, args, out) -> int:
     from pipelines.progress import format_table
 
-    results = loader.run()
+    results = loader.run(validate=args.validate)
     for result in results:
         print(f"\nrun {result.run_id}{' (finished a pending run)' if result.resumed else ''}: "
               f"{result.records:,} records, {result.errors:,} errors, "
@@ -105,6 +110,8 @@ def _run(loader, args, out) -> int:
                                       ("duplicates", "dups dropped"), ("bytes", "bytes"), ("files", "files"),
                                       ("min", "first record (UTC)"), ("max", "last record (UTC)"), ("gap", "gap"),
                                       ("status", "status")]), file=out)
+        for t in result.validation.topics if result.validation else ():
+            print(f"{t.topic}: validation passed ({len(t.checks)} checks); Data Docs: {t.docs_path}", file=out)
     incomplete = [r for r in results if r.plan.unavailable]
     if incomplete:
         from pipelines.plan import incomplete_line

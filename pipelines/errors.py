@@ -56,3 +56,15 @@ class ValidationFailed(Exception):
             lines.append(f"  {topic}: {check['expectation']}: {check['check']}"
                          + (f" (observed {check['observed']})" if check.get("observed") is not None else ""))
         super().__init__("\n".join(lines))
+
+    def one_line(self) -> str:
+        """The failure as the command line says it: how many checks failed, the first, where the Data Docs are."""
+        topic, first = self.run.failures[0]
+        seen = f" (observed {first['observed']})" if first.get("observed") is not None else ""
+        more = len(self.run.failures) - 1
+        docs = ", ".join(t.docs_path for t in self.run.topics if not t.success)
+        line = (f"validation of run {self.run.run_id} failed: {len(self.run.failures)} check(s) did not pass, "
+                f"first {topic}: {first['expectation']}: {first['check']}{seen}"
+                f"{f' and {more} more' if more else ''}; the offsets did not move (the run stays pending); "
+                f"Data Docs: {docs}")
+        return " ".join(line.splitlines())

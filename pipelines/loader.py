@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
 from pipelines.errors import LoadError, OutOfRangeError
@@ -32,6 +32,9 @@ from pipelines.origin_index import OriginIndex
 from pipelines.plan import Cluster, Plan, incomplete_line, make_plan, plan_from_docs
 from pipelines.task import RangeTask, TaskContext
 from pipelines.task_stats import EMPTY, LOADED, TaskStats
+
+if TYPE_CHECKING:
+    from pipelines.validation import RunValidation
 
 __all__ = [
     "Loader", "RunResult", "LoadError", "OutOfRangeError", "ConfigError", "load_config",
@@ -47,6 +50,7 @@ class RunResult:
     seconds: float = 0.0
     resumed: bool = False
     kind: str = "load"
+    validation: RunValidation | None = None  # with ``run(validate=True)``: what the suites found
 
     @property
     def records(self) -> int:
@@ -271,22 +275,38 @@ class Loader:
         push_run(self.config, manifests)  # metrics.pushgateway; a failed push only logs a warning
         return manifests
 
-    def _execute(self, plan: Plan) -> RunResult:
+    def validate(self, plan: Plan, results: list[TaskStats]) -> RunValidation | None:
+        """The DAG's validate step on a loaded run, its stats saved first so a failed run stays pending as in Airflow."""
+        if not plan.topics:
+            return None
+        from pipelines.validation import validate_run
+
+        for topic in plan.topics:
+            self.store.write_loaded(topic, plan.run_id, [r for r in results if r.topic == topic])
+        self._say(f"run {plan.run_id}: validating {len(plan.topics)} topic(s) with Great Expectations")
+        try:
+            return validate_run(self.config, plan.run_id, fs=self.fs)
+        except ValueError as exc:  # a suite that cannot be built, e.g. a bad expectation in the config
+            raise LoadError(f"validation of run {plan.run_id} could not run: {exc}; nothing was committed") from None
+
+    def _execute(self, plan: Plan, validate: bool = False) -> RunResult:
         t0 = time.monotonic()
         if plan.resumed:
             self._say(f"run {plan.run_id}: finishing a run whose manifest was never committed")
             results = self.load_pending(plan)
         else:
             results = self.load(plan)
+        validation = self.validate(plan, results) if validate else None  # a failure raises: nothing committed
         manifests = self.commit(plan, results, extra={"recovered": True} if plan.resumed else None)
-        return RunResult(plan.run_id, plan, results, manifests, time.monotonic() - t0, plan.resumed)
+        return RunResult(plan.run_id, plan, results, manifests, time.monotonic() - t0, plan.resumed,
+                         validation=validation)
 
-    def run(self) -> list[RunResult]:
-        """Finish pending runs, then plan -> load -> commit a new one. Returns every run done."""
+    def run(self, validate: bool = False) -> list[RunResult]:
+        """Finish pending runs, then plan -> load -> [validate ->] commit a new one; returns every run done."""
         self._rebuild_lost()
         done = []
         for plan in self.pending_runs():
-            done.append(self._execute(plan))
+            done.append(self._execute(plan, validate))
         plan = make_plan(self.config, self.cluster, self.store)
         for topic, why in plan.skipped.items():
             self._say(f"{topic}: skipped ({why})")
@@ -296,7 +316,7 @@ class Loader:
                   f"{plan.offsets:,} offsets")
         if plan.unavailable:
             self._say("WARN: " + incomplete_line(plan.run_id, plan.unavailable))
-        done.append(self._execute(plan))
+        done.append(self._execute(plan, validate))
         return done
 
     # --- reruns, history, resets ---------------------------------------------------------------

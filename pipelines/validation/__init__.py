@@ -12,8 +12,9 @@ plan's ranges plus the load's counts, i.e. what ``commit`` would write):
 - the topic's extra ``expectations:`` from ``conf/loader.yaml``.
 
 Results go next to the data: ``<warehouse>/<topic>/_validation/<run_id>/validation.json``
-(ours: one line per check), ``ge_result.json`` (Great Expectations' own) and ``docs/``
-(Great Expectations' HTML Data Docs; open ``docs/index.html``).
+(ours: one line per check), ``ge_result.json`` (Great Expectations' own) and ``docs/index.html``
+(the Data Docs: one page rendered from those with Jinja2 that opens offline, ``page.py``).
+The DAG's validate step and ``logbus load run --validate`` both call ``validate_run``.
 
     from pipelines.validation import validate_run, ValidationFailed
     report = validate_run(config, run_id)          # raises ValidationFailed naming the failed checks

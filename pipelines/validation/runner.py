@@ -15,17 +15,21 @@ import io
 import json
 import logging
 import os
-import posixpath
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.config import LoaderConfig, TopicSpec
 from pipelines.errors import ValidationFailed
+from pipelines.validation.page import observed, render_page
 from pipelines.validation.suite import ARROW_TYPES, build_suite, declared_columns, expectation_specs
 
+if TYPE_CHECKING:
+    from pipelines.fs import WarehouseFS
+
 VALIDATION = "_validation"
+DOCS_PAGE = "docs/index.html"   # the Data Docs of a topic's run, under <topic>/_validation/<run_id>/
 log = logging.getLogger("logbus.validation")
 
 
@@ -169,7 +173,8 @@ def _schema_checks(spec: TopicSpec, schema) -> list[dict]:
 
 # --- Great Expectations -----------------------------------------------------------------------------
 
-def _context(docs_dir: str):
+def _context():
+    """An ephemeral GE context that builds no Data Docs site of its own (pipelines.validation.page renders ours)."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -181,21 +186,7 @@ def _context(docs_dir: str):
         ctx.delete_data_docs_site(name)
         if base and os.path.dirname(os.path.abspath(base)) == tempfile.gettempdir():
             shutil.rmtree(base, ignore_errors=True)
-    ctx.add_data_docs_site(site_name="logbus", site_config={
-        "class_name": "SiteBuilder",
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": docs_dir},
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-    })
     return ctx
-
-
-def _observed(result: dict) -> Any:
-    if "observed_value" in result:
-        return result["observed_value"]
-    if result.get("unexpected_count"):
-        values = result.get("partial_unexpected_list") or []
-        return f"{result['unexpected_count']} unexpected, e.g. {values[:5]}"
-    return None
 
 
 def _jsonable(value: Any) -> Any:
@@ -210,62 +201,47 @@ def validate_topic(fs, topic: str, spec: TopicSpec, manifest: dict, run_id: str)
     frame, schema, files = read_run_frame(fs, topic, spec, manifest)
     specs = expectation_specs(topic, spec, manifest)
     suite_name = f"logbus.{topic}"
-    tmp = tempfile.mkdtemp(prefix="logbus-validation-")
-    try:
-        docs_dir = os.path.join(tmp, "docs")
-        ctx = _context(docs_dir)
-        suite = ctx.suites.add(build_suite(suite_name, specs))
-        asset = ctx.data_sources.add_pandas("warehouse").add_dataframe_asset(topic)
-        batch_def = asset.add_batch_definition_whole_dataframe("run")
-        definition = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{topic}.{run_id}", data=batch_def,
-                                                                            suite=suite))
-        checkpoint = ctx.checkpoints.add(gx.Checkpoint(
-            name=f"logbus.{topic}", validation_definitions=[definition], result_format="SUMMARY",
-            actions=[gx.checkpoint.UpdateDataDocsAction(name="data_docs", site_names=["logbus"])]))
-        outcome = checkpoint.run(batch_parameters={"dataframe": frame}, run_id=RunIdentifier(run_name=run_id))
-        [result] = list(outcome.run_results.values())
-        checks = []
-        for r in result.results:
-            cfg = r.expectation_config
-            kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id",)}
-            exc = r.exception_info or {}
-            check = {"expectation": cfg.type, "check": (cfg.meta or {}).get("check", cfg.type),
-                     "kwargs": _jsonable(kwargs), "success": bool(r.success),
-                     "observed": _jsonable(_observed(r.result or {}))}
-            if exc.get("raised_exception"):
-                check["error"] = str(exc.get("exception_message"))
-            checks.append(check)
-        checks += _schema_checks(spec, schema)
-        counts = frame[frame["_source"] == "data"].groupby("partition").size().to_dict() if len(frame) else {}
-        partitions = [{"partition": int(p["partition"]), "start": int(p["start"]), "end": int(p["end"]),
-                       "manifest_count": int(p["count"]), "rows": int(counts.get(int(p["partition"]), 0))}
-                      for p in sorted(manifest.get("partitions", []), key=lambda p: int(p["partition"]))]
-        out = TopicValidation(topic, run_id, all(c["success"] for c in checks), checks, int((frame["_source"] == "data").sum()),
-                              partitions)
-        base = f"{topic}/{VALIDATION}/{run_id}"
-        out.result_path = fs.uri(f"{base}/validation.json")
-        out.docs_path = fs.uri(f"{base}/docs/index.html")
-        doc = out.to_dict() | {"files": files, "suite": suite_name}
-        fs.write_bytes(f"{base}/validation.json", json.dumps(doc, indent=1, sort_keys=True).encode())
-        fs.write_bytes(f"{base}/ge_result.json", json.dumps(result.to_json_dict(), indent=1, default=str).encode())
-        _copy_tree(fs, docs_dir, f"{base}/docs")
-        return out
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _copy_tree(fs, local_dir: str, target: str) -> None:
-    if hasattr(fs, "local"):  # a local warehouse: one tree copy
-        dest = fs.local(target)
-        shutil.rmtree(dest, ignore_errors=True)
-        shutil.copytree(local_dir, dest)
-        return
-    for root, _, names in os.walk(local_dir):
-        for name in names:
-            src = os.path.join(root, name)
-            rel = os.path.relpath(src, local_dir).replace(os.sep, "/")
-            with open(src, "rb") as f:
-                fs.write_bytes(posixpath.join(target, rel), f.read())
+    ctx = _context()
+    suite = ctx.suites.add(build_suite(suite_name, specs))
+    asset = ctx.data_sources.add_pandas("warehouse").add_dataframe_asset(topic)
+    batch_def = asset.add_batch_definition_whole_dataframe("run")
+    definition = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{topic}.{run_id}", data=batch_def,
+                                                                        suite=suite))
+    checkpoint = ctx.checkpoints.add(gx.Checkpoint(name=f"logbus.{topic}", validation_definitions=[definition],
+                                                   result_format="SUMMARY", actions=[]))
+    outcome = checkpoint.run(batch_parameters={"dataframe": frame}, run_id=RunIdentifier(run_name=run_id))
+    [result] = list(outcome.run_results.values())
+    checks = []
+    for r in result.results:
+        cfg = r.expectation_config
+        kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id",)}
+        exc = r.exception_info or {}
+        check = {"expectation": cfg.type, "check": (cfg.meta or {}).get("check", cfg.type),
+                 "kwargs": _jsonable(kwargs), "success": bool(r.success),
+                 "observed": _jsonable(observed(r.result or {}))}
+        if exc.get("raised_exception"):
+            check["error"] = str(exc.get("exception_message"))
+        checks.append(check)
+    arrow_checks = _schema_checks(spec, schema)
+    checks += arrow_checks
+    counts = frame[frame["_source"] == "data"].groupby("partition").size().to_dict() if len(frame) else {}
+    partitions = [{"partition": int(p["partition"]), "start": int(p["start"]), "end": int(p["end"]),
+                   "manifest_count": int(p["count"]), "rows": int(counts.get(int(p["partition"]), 0))}
+                  for p in sorted(manifest.get("partitions", []), key=lambda p: int(p["partition"]))]
+    out = TopicValidation(topic, run_id, all(c["success"] for c in checks), checks, int((frame["_source"] == "data").sum()),
+                          partitions)
+    base = f"{topic}/{VALIDATION}/{run_id}"
+    out.result_path = fs.uri(f"{base}/validation.json")
+    out.docs_path = fs.uri(f"{base}/{DOCS_PAGE}")
+    doc = out.to_dict() | {"files": files, "suite": suite_name}
+    ge_result = _jsonable(result.to_json_dict())
+    fs.write_bytes(f"{base}/validation.json", json.dumps(doc, indent=1, sort_keys=True).encode())
+    fs.write_bytes(f"{base}/ge_result.json", json.dumps(ge_result, indent=1).encode())
+    if fs.exists(f"{base}/docs"):  # Great Expectations' own site, from a validation before this page
+        fs.delete(f"{base}/docs", recursive=True)
+    page = render_page(topic, run_id, ge_result, arrow_checks, partitions, out.rows, files)
+    fs.write_bytes(f"{base}/{DOCS_PAGE}", page.encode())
+    return out
 
 
 # --- a run -----------------------------------------------------------------------------------------
@@ -294,11 +270,12 @@ def run_manifests(config: LoaderConfig, run_id: str, store=None) -> dict[str, di
     return out
 
 
-def validate_run(config: LoaderConfig, run_id: str, raise_on_failure: bool = True) -> RunValidation:
-    """Validate every topic of a run; raises ``ValidationFailed`` (naming the failed checks) if any fails."""
+def validate_run(config: LoaderConfig, run_id: str, raise_on_failure: bool = True,
+                 fs: WarehouseFS | None = None) -> RunValidation:
+    """Validate every topic of a run (on ``fs`` if the caller has it open); raises ``ValidationFailed`` naming the failures."""
     from pipelines.manifest import OffsetStore
 
-    fs = config.warehouse_fs()
+    fs = config.warehouse_fs() if fs is None else fs
     manifests = run_manifests(config, run_id, OffsetStore(fs))
     if not manifests:
         raise ValueError(f"no run {run_id!r} of these topics in {config.warehouse}")

@@ -8,12 +8,16 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import yaml
+
 from broker.client.simple_consumer import LATEST_TIME, SimpleConsumer
+from pipelines.cli import main
 from pipelines.config import parse_config
 from pipelines.fs import LocalFS
 from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
 from tests.pipelines.helpers import create_topics, data_files, json_topic, loader_config, new_topic, produce_events, read_rows
+from tests.validation.offline import remote_resources, resources
 
 
 def _high_watermarks(bootstrap: str, topics: list[str], partitions: int) -> dict:
@@ -98,3 +102,56 @@ def test_end_to_end_and_incremental(broker, spark, tmp_path: Path):
     everything = {**_expected(produced), **_expected(more)}
     for t in topics:
         _check_rows(read_rows(warehouse, t), {k: v for k, v in everything.items() if k[0] == t})
+
+
+def test_load_run_validate_commits_what_passes_and_keeps_the_offsets_of_what_fails(broker, spark, tmp_path, capsys):
+    """`logbus load run --validate`: the DAG's suites gate the commit; Data Docs open offline."""
+    topic = new_topic("valid")
+    create_topics(broker.bootstrap, [topic], 2)
+    produce_events(broker.bootstrap, topic, 2, 40)
+    warehouse = tmp_path / "wh"
+    raw = loader_config(broker.bootstrap, warehouse, [json_topic(topic, time_field="ts")])
+    conf = tmp_path / "loader.yaml"
+    conf.write_text(yaml.safe_dump(raw))
+    store = OffsetStore(LocalFS(f"file://{warehouse}"))
+
+    assert main(["run", "--config", str(conf), "--validate", "--quiet"]) == 0
+    [good] = store.manifests(topic)
+    page_path = warehouse / topic / "_validation" / good["run_id"] / "docs" / "index.html"
+    out = capsys.readouterr().out
+    assert f"{topic}: validation passed (" in out and f"checks); Data Docs: file://{page_path}\n" in out
+    page = page_path.read_text()
+    assert "validation passed" in page and resources(page) == [] and remote_resources(page) == []
+    assert page.count("<td><code>int64</code></td><td><code>int64</code></td>") == 2  # offset, member_id
+
+    # partition 1's member ids (1,000,000 + i) break a new expectation: the run is not committed
+    raw["topics"][0]["expectations"] = [{"expect_column_values_to_be_between": {"column": "member_id",
+                                                                                 "max_value": 999_999}}]
+    conf.write_text(yaml.safe_dump(raw))
+    produce_events(broker.bootstrap, topic, 2, 10, start=40)
+    assert main(["run", "--config", str(conf), "--validate", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    [line] = err.splitlines()
+    [pending] = store.pending(topic)
+    assert line.startswith(f"logbus load: error: validation of run {pending} failed: 1 check(s) did not pass, "
+                           f"first {topic}: expect_column_values_to_be_between: expectations[0] of topic {topic}")
+    assert "the offsets did not move" in line and line.endswith(f"Data Docs: file://{warehouse}/{topic}/_validation/"
+                                                                f"{pending}/docs/index.html")
+    assert [m["run_id"] for m in store.manifests(topic)] == [good["run_id"]]  # the offsets did not move
+    assert "validation FAILED" in (warehouse / topic / "_validation" / pending / "docs" / "index.html").read_text()
+
+    # an expectation Great Expectations does not know: one line, nothing committed
+    raw["topics"][0]["expectations"] = [{"expect_no_such_thing": {"column": "page"}}]
+    conf.write_text(yaml.safe_dump(raw))
+    assert main(["run", "--config", str(conf), "--validate", "--quiet"]) == 1
+    assert capsys.readouterr().err == (
+        f"logbus load: error: validation of run {pending} could not run: expectations[0] of topic {topic} in the "
+        f"loader config: 'expect_no_such_thing' is not a Great Expectations 1.x expectation; nothing was committed\n")
+    assert store.pending(topic) == [pending]
+
+    # the expectation fixed: the pending run is validated again and committed, as the DAG would
+    del raw["topics"][0]["expectations"]
+    conf.write_text(yaml.safe_dump(raw))
+    assert main(["run", "--config", str(conf), "--validate", "--quiet"]) == 0
+    assert [m["run_id"] for m in store.manifests(topic)][:2] == [good["run_id"], pending]
+    assert store.manifest(topic, pending)["totals"]["records"] == 20 and store.pending(topic) == []

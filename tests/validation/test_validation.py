@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,16 +19,22 @@ from pipelines.fs import LocalFS
 from pipelines.manifest import OffsetStore, build_manifest
 from pipelines.task_stats import TaskStats
 from pipelines.validation import ValidationFailed, validate_run
-from pipelines.validation.suite import expectation_specs
+from pipelines.validation.suite import ARROW_TYPES, expectation_specs
+from tests.validation.offline import open_in_chromium, remote_resources, resources
 
 TOPIC = "page-views"
 SCHEMA = [{"name": "member_id", "type": "long", "required": True}, {"name": "page", "type": "string", "required": True},
           {"name": "ts", "type": "timestamp", "required": True}, {"name": "score", "type": "double"}]
 RUN = "20260101T000000000Z"
+# what Great Expectations' own Data Docs load (the helper must see it: the page must not)
+GE_CDN_URLS = ["https://code.jquery.com/jquery-3.7.1.min.js", "//unpkg.com/bootstrap-table.css",
+               "https://example.org/f.woff2"]
+GE_CDN_SAMPLE = (f'<script src="{GE_CDN_URLS[0]}"></script><link rel="stylesheet" href="{GE_CDN_URLS[1]}">'
+                 f'<style>@font-face {{src: url("{GE_CDN_URLS[2]}")}}</style><a href="https://greatexpectations.io">x</a>')
 
 
-def config(wh: Path, expectations=None):
-    topic = {"name": TOPIC, "format": "json", "schema": SCHEMA, "time_field": "ts"}
+def config(wh: Path, expectations=None, schema=SCHEMA):
+    topic = {"name": TOPIC, "format": "json", "schema": schema, "time_field": "ts"}
     if expectations:
         topic["expectations"] = expectations
     return parse_config({"cluster": {"bootstrap.servers": "127.0.0.1:1"}, "warehouse": f"file://{wh}", "topics": [topic]})
@@ -92,9 +99,47 @@ def test_a_good_run_passes_and_stores_json_and_data_docs(tmp_path):
     assert "column member_id is required: never null" in checks
     assert "column member_id is stored as int64 (long)" in checks
     assert json.loads((base / "ge_result.json").read_text())["success"] is True
-    index = (base / "docs" / "index.html").read_text()
-    assert "logbus.page-views" in index
-    assert list((base / "docs" / "validations").rglob("*.html"))
+    page = (base / "docs" / "index.html").read_text()
+    assert "logbus.page-views" in page and "validation passed" in page
+    assert [p.name for p in (base / "docs").iterdir()] == ["index.html"]  # one file: nothing else to fetch
+    assert resources(page) == [] and remote_resources(GE_CDN_SAMPLE) == GE_CDN_URLS
+    assert "Content-Security-Policy" in page and "<script" not in page
+    arrow = [c for c in doc["checks"] if c["expectation"] == "arrow_schema"]
+    assert len(arrow) == 8 and all(c["success"] for c in arrow)
+    for c in arrow:  # each Arrow-type check is a row of the page: column, expected type, stored type
+        col, want = c["kwargs"]["column"], c["kwargs"]["type"]
+        assert f"<td><code>{col}</code></td><td><code>{want}</code></td><td><code>{want}</code></td>" in page
+
+
+def test_the_page_shows_the_arrow_type_check_of_every_declared_type(tmp_path):
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    values = {"string": "s", "json": "{}", "int": 1, "long": 2, "float": 0.5, "double": 0.25, "boolean": True,
+              "timestamp": base, "binary": b"b"}
+    name = {t: "ts" if t == "timestamp" else f"f_{t}" for t in values}
+    cfg = config(tmp_path, schema=[{"name": name[t], "type": t} for t in values])
+    data = {p: [{"topic": TOPIC, "partition": p, "offset": o, "timestamp": base, "key": None, "headers": [],
+                 **{name[t]: v for t, v in values.items()}} for o in range(10)] for p in (0, 1)}
+    seed(tmp_path, cfg, data=data)
+    assert validate_run(cfg, RUN).success
+    page = (tmp_path / TOPIC / "_validation" / RUN / "docs" / "index.html").read_text()
+    assert len(set(ARROW_TYPES.values())) == 8
+    for ftype, want in ARROW_TYPES.items():  # declared type -> its Arrow type, checked on the stored schema
+        assert f"<td><code>{name[ftype]}</code></td><td><code>{want}</code></td><td><code>{want}</code></td>" in page
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_headless_chromium_shows_the_page_and_requests_nothing(tmp_path):
+    cfg = config(tmp_path)
+    seed(tmp_path, cfg)
+    validate_run(cfg, RUN)
+    shot, requested = open_in_chromium((tmp_path / TOPIC / "_validation" / RUN / "docs" / "index.html").as_uri(),
+                                       tmp_path / "chromium")
+    # the control: a blank page that loads GE's CDN assets; its requests are seen, its screenshot is tiny
+    (tmp_path / "cdn.html").write_text(GE_CDN_SAMPLE.replace("x</a>", "</a>"))
+    blank, cdn_requests = open_in_chromium((tmp_path / "cdn.html").as_uri(), tmp_path / "control")
+    assert requested == [] and GE_CDN_URLS[0] in cdn_requests
+    assert len(shot) > 10 * len(blank)  # tables and text compress far worse than a white screen
 
 
 def test_a_bad_manifest_count_fails_naming_the_partition(tmp_path):
@@ -160,3 +205,7 @@ def test_suite_covers_every_planned_partition_and_a_wrong_type_fails(tmp_path):
     with pytest.raises(ValidationFailed) as info:
         validate_run(config(tmp_path / "w2"), RUN)
     assert set(failed_checks(info.value)) == {"column member_id is stored as int64 (long)", "column member_id holds long values"}
+    page = (tmp_path / "w2" / TOPIC / "_validation" / RUN / "docs" / "index.html").read_text()
+    assert "validation FAILED" in page and "38 of 40 checks passed" in page  # 32 GE + 8 Arrow-type checks
+    assert ('<tr class="failed"><td>FAILED</td><td><code>member_id</code></td><td><code>int64</code></td>'
+            '<td><code>string</code></td></tr>') in page
