@@ -8,6 +8,7 @@ partition) and the log end offsets come from each partition's leader (ListOffset
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from broker.client.connection import BrokerConnection
@@ -91,23 +92,44 @@ def _coordinator(bootstrap: str, brokers: dict[int, str], group: str) -> str:
     return f"{found['host']}:{found['port']}"
 
 
+def list_offsets_requests(leaders: dict[tuple[str, int], int], partitions: Iterable[tuple[str, int]],
+                          timestamp: int = LATEST) -> dict[int, dict]:
+    """One ListOffsets request body per leader broker covering all of its ``partitions`` (never one per partition)."""
+    by_leader: dict[int, dict[str, list[dict]]] = {}
+    for topic, p in sorted(partitions):
+        leader = leaders.get((topic, p), -1)
+        if leader >= 0:
+            entry = {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
+            by_leader.setdefault(leader, {}).setdefault(topic, []).append(entry)
+    return {leader: {"replica_id": -1, "isolation_level": 0,
+                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            for leader, topics in by_leader.items()}
+
+
+def offsets_of(answer: dict) -> dict[tuple[str, int], int]:
+    """The offsets a ListOffsets answer gives, partitions with an error left out."""
+    return {(t["name"], p["partition_index"]): p["offset"]
+            for t in answer["topics"] for p in t["partitions"] if p["error_code"] == ErrorCode.NONE}
+
+
+def committed_of(answer: dict) -> dict[tuple[str, int], int]:
+    """The committed offsets an OffsetFetch answer gives (partitions without one left out)."""
+    return {(t["name"], p["partition_index"]): p["committed_offset"]
+            for t in answer["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
+
+
+def members_of(described: dict) -> list[Member]:
+    """The members of one group of a DescribeGroups answer, with their assigned partitions."""
+    return [Member(m["member_id"], m["client_id"], m["client_host"], decode_assignment(bytes(m["member_assignment"])))
+            for m in described["members"]]
+
+
 def _log_ends(brokers: dict[int, str], leaders: dict[tuple[str, int], int], partitions: set[tuple[str, int]]) -> dict:
-    by_leader: dict[int, list[tuple[str, int]]] = {}
-    for tp in partitions:
-        if leaders.get(tp, -1) in brokers:
-            by_leader.setdefault(leaders[tp], []).append(tp)
     ends: dict[tuple[str, int], int] = {}
-    for leader, tps in by_leader.items():
-        topics: dict[str, list[dict]] = {}
-        for topic, p in tps:
-            topics.setdefault(topic, []).append({"partition_index": p, "current_leader_epoch": -1, "timestamp": LATEST})
-        body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    for leader, body in list_offsets_requests({tp: leaders.get(tp, -1) for tp in partitions if leaders.get(tp, -1) in brokers},
+                                              partitions).items():
         with _connect(brokers[leader]) as conn:
-            answer = conn.request(ApiKey.LIST_OFFSETS, 2, body)
-        for t in answer["topics"]:
-            for p in t["partitions"]:
-                if p["error_code"] == ErrorCode.NONE:
-                    ends[(t["name"], p["partition_index"])] = p["offset"]
+            ends.update(offsets_of(conn.request(ApiKey.LIST_OFFSETS, 2, body)))
     return ends
 
 
@@ -119,16 +141,8 @@ def describe_group(bootstrap: str, group: str) -> GroupView:
     g = described["groups"][0]
     if g["error_code"] != ErrorCode.NONE:
         raise ConnectionError(f"describing group '{group}': {ErrorCode(g['error_code']).name}")
-    members = [
-        Member(m["member_id"], m["client_id"], m["client_host"], decode_assignment(bytes(m["member_assignment"])))
-        for m in g["members"]
-    ]
-    offsets = {
-        (t["name"], p["partition_index"]): p["committed_offset"]
-        for t in committed["topics"]
-        for p in t["partitions"]
-        if p["committed_offset"] >= 0
-    }
+    members = members_of(g)
+    offsets = committed_of(committed)
     owner = {tp: m for m in members for tp in m.partitions}
     partitions = set(offsets) | set(owner)
     ends = _log_ends(brokers, leaders, partitions)

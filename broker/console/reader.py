@@ -1,0 +1,185 @@
+"""What the console asks the cluster, batched: blocking calls, made off the reactor.
+
+One ``sample()`` costs one Metadata and one DescribeConfigs (all topics), one ListOffsets per
+leader broker (every partition it leads), one ListGroups per broker (which also names each
+group's coordinator), one DescribeGroups per coordinator (all its groups) and one OffsetFetch per
+group (all its partitions): never a request per partition. Connections are kept between samples,
+with the client security of ``--command-config``. Request bodies and answers are read with the
+helpers `consumer-groups` uses (``broker.tools.coordinator_groups``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.client.admin import AdminClient, ClusterDescription
+from broker.client.connection import BrokerConnection
+from broker.client.security import PLAINTEXT, ClientSecurity
+from broker.protocol.errors import ErrorCode
+from broker.protocol.messages import ApiKey
+from broker.tools.coordinator_groups import (
+    Member,
+    committed_of,
+    list_offsets_requests,
+    members_of,
+    offsets_of,
+)
+
+TopicPartition = tuple[str, int]
+EARLIEST, LATEST = -2, -1
+CLIENT_ID = "logbus-console"
+
+
+@dataclass
+class GroupInfo:
+    """A group as its coordinator describes it; ``protocol_type`` is empty for offset-only groups
+    (ZooKeeper consumers, or standard clients now gone)."""
+
+    group: str
+    coordinator: int
+    protocol_type: str = ""
+    state: str = ""
+    protocol: str = ""
+    members: list[Member] = field(default_factory=list)
+
+
+@dataclass
+class ClusterSample:
+    """One round of the collector: the cluster, every topic's configs and log end offsets, every
+    group and its committed offsets; ``errors`` are the brokers or groups that did not answer."""
+
+    cluster: ClusterDescription
+    configs: dict[str, dict[str, str]]
+    ends: dict[TopicPartition, int]
+    groups: dict[str, GroupInfo]
+    committed: dict[str, dict[TopicPartition, int]]
+    errors: list[str] = field(default_factory=list)
+
+
+class ClusterReader:
+    """The console's requests to one cluster; thread-safe (one request at a time)."""
+
+    def __init__(self, bootstrap: str, security: ClientSecurity = PLAINTEXT, timeout: float = 10.0) -> None:
+        self.bootstrap = bootstrap
+        self.security = security
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._admin: AdminClient | None = None
+        self._conns: dict[str, BrokerConnection] = {}
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _admin_client(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.bootstrap, timeout=self.timeout, security=self.security)
+        return self._admin
+
+    def _with_admin(self, call: Any) -> Any:
+        """``call(admin)``; a failure drops the connection so the next call starts afresh."""
+        try:
+            return call(self._admin_client())
+        except Exception:
+            self._drop_admin()
+            raise
+
+    def _drop_admin(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def _request(self, address: str, api: ApiKey, version: int, body: dict) -> dict:
+        conn = self._conns.get(address)
+        try:
+            if conn is None:
+                conn = self._conns[address] = BrokerConnection.from_address(
+                    address, client_id=CLIENT_ID, timeout=self.timeout, security=self.security)
+            answer = conn.request(api, version, body)
+        except Exception:
+            dropped = self._conns.pop(address, None)
+            if dropped is not None:
+                dropped.close()
+            raise
+        assert answer is not None
+        return answer
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_admin()
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
+
+    # -- the collector's round -----------------------------------------------------------------
+
+    def sample(self) -> ClusterSample:
+        """Everything the pages and the lag history need, in the batched requests above."""
+        with self._lock:
+            cluster: ClusterDescription = self._with_admin(lambda a: a.describe_cluster())
+            configs = self._with_admin(lambda a: a.topics_configs([t.name for t in cluster.topics], only_overrides=False))
+            brokers = {b.node_id: b.address for b in cluster.brokers}
+            errors: list[str] = []
+            ends = self._offsets(brokers, _leaders(cluster), LATEST, errors)
+            groups = self._groups(brokers, errors)
+            committed: dict[str, dict[TopicPartition, int]] = {}
+            for name, info in groups.items():
+                try:
+                    answer = self._request(brokers[info.coordinator], ApiKey.OFFSET_FETCH, 5,
+                                           {"group_id": name, "topics": None})
+                except (OSError, KeyError) as exc:
+                    errors.append(f"OffsetFetch of group {name}: {exc}")
+                    continue
+                if answer["error_code"] == ErrorCode.NONE:
+                    committed[name] = committed_of(answer)
+            return ClusterSample(cluster, configs, ends, groups, committed, errors)
+
+    def _offsets(self, brokers: dict[int, str], leaders: dict[TopicPartition, int], timestamp: int,
+                 errors: list[str]) -> dict[TopicPartition, int]:
+        """One ListOffsets per leader broker; a broker that does not answer leaves its partitions out."""
+        found: dict[TopicPartition, int] = {}
+        live = {tp: leader for tp, leader in leaders.items() if leader in brokers}
+        for leader, body in list_offsets_requests(live, live, timestamp).items():
+            try:
+                found.update(offsets_of(self._request(brokers[leader], ApiKey.LIST_OFFSETS, 2, body)))
+            except OSError as exc:
+                errors.append(f"ListOffsets on broker {leader}: {exc}")
+        return found
+
+    def _groups(self, brokers: dict[int, str], errors: list[str]) -> dict[str, GroupInfo]:
+        """ListGroups on every broker (each lists the groups it coordinates), then one DescribeGroups per coordinator."""
+        groups: dict[str, GroupInfo] = {}
+        for node, address in sorted(brokers.items()):
+            try:
+                listed = self._request(address, ApiKey.LIST_GROUPS, 2, {})
+                for g in listed["groups"]:
+                    groups[g["group_id"]] = GroupInfo(g["group_id"], node, g["protocol_type"])
+                names = sorted(g["group_id"] for g in listed["groups"])
+                if names:
+                    described = self._request(address, ApiKey.DESCRIBE_GROUPS, 4,
+                                              {"groups": names, "include_authorized_operations": False})
+                    for d in described["groups"]:
+                        if d["error_code"] == ErrorCode.NONE and d["group_id"] in groups:
+                            info = groups[d["group_id"]]
+                            info.state, info.protocol, info.members = d["group_state"], d["protocol_data"], members_of(d)
+            except OSError as exc:
+                errors.append(f"groups of broker {node}: {exc}")
+        return groups
+
+    # -- what one topic page adds --------------------------------------------------------------
+
+    def log_starts(self, sample: ClusterSample, topic: str) -> dict[TopicPartition, int]:
+        """The log start offsets of ``topic``'s partitions: one ListOffsets per leader broker."""
+        brokers = {b.node_id: b.address for b in sample.cluster.brokers}
+        leaders = {tp: leader for tp, leader in _leaders(sample.cluster).items() if tp[0] == topic}
+        with self._lock:
+            return self._offsets(brokers, leaders, EARLIEST, [])
+
+    def config_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's configs that are not at their default (DescribeConfigs)."""
+        with self._lock:
+            return dict(self._with_admin(lambda a: a.topics_configs([topic])).get(topic, {}))
+
+
+def _leaders(cluster: ClusterDescription) -> dict[TopicPartition, int]:
+    return {(t.name, p.partition): p.leader for t in cluster.topics for p in t.partitions}
