@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +45,11 @@ def console_url(broker_factory, zk_chroot) -> Iterator[tuple[str, str]]:
         line = proc.stdout.readline() if proc.stdout else ""
         found = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
         assert found, f"no URL from the console: {line!r} {proc.stderr.read() if proc.poll() is not None and proc.stderr else ''}"
+        port = found.group(1).rsplit(":", 1)[1]
+        taken = subprocess.run([sys.executable, "-m", "broker.cli", "console", "--bootstrap-server", bootstrap, "--port", port],
+                               cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert taken.returncode == 1 and taken.stderr.count("\n") == 1, taken.stderr
+        assert f"logbus console: error: cannot listen on 127.0.0.1:{port}" in taken.stderr
         yield found.group(1), bootstrap
     finally:
         proc.terminate()
