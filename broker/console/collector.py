@@ -1,26 +1,42 @@
 """The console's background collector: one sample of the cluster per interval into the lag history.
 
-Each round runs the reader's blocking ``sample()`` off the reactor (``run``: the thread pool in
-the console, a direct call in tests) and records every group's committed offsets against the
-log end offsets of the same round. A failed round keeps the last good sample and its error is
-shown on the pages; the next round tries again.
+Each round runs off the reactor (``run``: the thread pool in the console, a direct call in
+tests): the reader's blocking ``sample()``, then every group's committed offsets recorded
+against the log end offsets of the same round, the history evaluated into a ``LagView`` and the
+``/metrics`` text rendered. The reactor thread then only publishes the round, so pages never wait
+for a large cluster's evaluation. Rounds do not overlap (``LoopingCall`` waits for each), so the
+history has one writer. A failed round keeps the last good one and its error is shown on the
+pages; the next round tries again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer, task, threads
 
-from broker.console.lag_history import LagHistory
+from broker.console import lag_metrics
+from broker.console.lag_history import LagHistory, LagView
 from broker.console.reader import ClusterSample
 
-Run = Callable[[Callable[[], ClusterSample]], "defer.Deferred[ClusterSample]"]
+
+@dataclass(frozen=True)
+class Round:
+    """What one round publishes: the sample, when it was recorded, the lag view and the metrics text."""
+
+    sample: ClusterSample
+    time: float
+    view: LagView
+    metrics: bytes
+
+
+Run = Callable[[Callable[[], Round]], "defer.Deferred[Round]"]
 
 
 class Collector:
-    """Samples ``sample()`` every ``interval`` seconds of ``clock``; ``latest`` is the last good sample."""
+    """Samples ``sample()`` every ``interval`` seconds of ``clock``; ``latest`` is the last good round."""
 
     def __init__(self, sample: Callable[[], ClusterSample], history: LagHistory, clock: Any, interval: float,
                  run: Run = threads.deferToThread) -> None:
@@ -29,8 +45,7 @@ class Collector:
         self.clock = clock
         self.interval = interval
         self._run = run
-        self.latest: ClusterSample | None = None
-        self.latest_time: float | None = None
+        self.latest: Round | None = None
         self.error: str | None = None
         self.rounds = 0
         self._loop = task.LoopingCall(self.round)
@@ -50,17 +65,25 @@ class Collector:
             self._loop.stop()
 
     def round(self) -> defer.Deferred[None]:
-        """One sample, recorded; its failure is kept as ``error`` (the loop goes on)."""
-        return self._run(self._sample).addCallbacks(self.apply, self._failed)
+        """One round, published; its failure is kept as ``error`` (the loop goes on)."""
+        return self._run(lambda: self.record(self._sample())).addCallbacks(self.publish, self._failed)
 
-    def apply(self, sample: ClusterSample) -> None:
-        """Record ``sample``'s committed offsets against its log end offsets, at the clock's time."""
+    def record(self, sample: ClusterSample) -> Round:
+        """Record ``sample``'s committed offsets against its log end offsets at the clock's time, and evaluate."""
         now = self.now()
         for group, committed in sample.committed.items():
             self.history.record(now, group, committed, sample.ends)
         self.history.retain(set(sample.committed))
-        self.latest, self.latest_time, self.rounds = sample, now, self.rounds + 1
-        self.error = "; ".join(sample.errors) or None
+        view = self.history.view(now)
+        return Round(sample, now, view, lag_metrics.render(view).encode())
+
+    def publish(self, finished: Round) -> None:
+        self.latest, self.rounds = finished, self.rounds + 1
+        self.error = "; ".join(finished.sample.errors) or None
+
+    def apply(self, sample: ClusterSample) -> None:
+        """``record`` and ``publish`` in the calling thread (the first sample, benchmarks)."""
+        self.publish(self.record(sample))
 
     def _failed(self, failure: Any) -> None:
         self.error = f"the last sample failed: {failure.getErrorMessage()}"

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-from broker.console.lag_history import LagHistory
+from broker.console.lag_history import LagView
 from broker.console.lag_status import Status
 from broker.metrics_text import Exposition
 
 
-def render(history: LagHistory, now: float) -> str:
+def render(view: LagView) -> str:
     """``logbus_consumer_group_lag{group,topic,partition}`` and ``logbus_consumer_group_status{group,status}``
     (1 for the group's status, 0 for the others, so each status can be alerted on by name)."""
     out = Exposition()
-    groups = history.groups()
-    lags = [((("group", g), ("topic", t), ("partition", p)), lag) for g in groups for (t, p), lag in history.lag(g).items()]
+    groups = sorted(view.groups.items())
+    lags = [((("group", g), ("topic", t), ("partition", p)), lag.lag)
+            for g, gl in groups for (t, p), lag in gl.partitions.items()]
     out.gauge("logbus_consumer_group_lag", "Log end offset minus the group's committed offset, per partition.", lags)
-    statuses = {g: history.status(g, now) for g in groups}
-    flags = [((("group", g), ("status", s.name)), int(statuses[g] == s)) for g in groups for s in Status]
+    flags = [((("group", g), ("status", s.name)), int(gl.status == s)) for g, gl in groups for s in Status]
     out.gauge("logbus_consumer_group_status", "The group's Burrow-like status from its lag history (1: the current one).",
               flags)
     return out.text()

@@ -28,7 +28,7 @@ class Status(enum.IntEnum):
     STOP = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One observation of a group's partition: when, its committed offset and the log end offset."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from broker.client.admin import PartitionDescription, TopicDescription
 from broker.console.charts import bar_chart, line_chart
-from broker.console.lag_history import LagHistory
+from broker.console.lag_history import LagView
 from broker.console.lag_status import Status
 from broker.console.reader import ClusterSample
 
@@ -96,16 +96,14 @@ def topic_page(sample: ClusterSample, name: str, starts: Mapping[TopicPartition,
             "min_insync_replicas": floor, "overrides": sorted(overrides.items())}
 
 
-def groups_page(sample: ClusterSample, history: LagHistory, now: float) -> dict[str, Any]:
+def groups_page(sample: ClusterSample, lag: LagView) -> dict[str, Any]:
     """One row per group: kind, state, members, partitions, total lag and status."""
     rows = []
     for name in sorted(set(sample.groups) | set(sample.committed)):
-        info = sample.groups.get(name)
-        lag = history.lag(name)
+        info, group = sample.groups.get(name), lag.group(name)
         rows.append({"name": name, "kind": _kind(info.protocol_type if info else ""),
                      "state": (info.state if info else "") or "-", "members": len(info.members) if info else 0,
-                     "partitions": len(sample.committed.get(name, {})), "lag": sum(lag.values()),
-                     "status": history.status(name, now).name})
+                     "partitions": len(sample.committed.get(name, {})), "lag": group.total, "status": group.status.name})
     return {"groups": rows}
 
 
@@ -113,32 +111,29 @@ def _kind(protocol_type: str) -> str:
     return "coordinator" if protocol_type else "offsets only (ZooKeeper consumers or none live)"
 
 
-def group_page(sample: ClusterSample, history: LagHistory, now: float, name: str,
-               zk_members: list[str] | None = None, zk_owners: Mapping[TopicPartition, str] | None = None
-               ) -> dict[str, Any] | None:
+def group_page(sample: ClusterSample, lag: LagView, name: str, zk_members: list[str] | None = None,
+               zk_owners: Mapping[TopicPartition, str] | None = None) -> dict[str, Any] | None:
     """One group: its members, each partition's committed offset, log end, lag, status and owner,
     the lag-over-time chart; None when the cluster does not know the group."""
     if name not in sample.groups and name not in sample.committed:
         return None
-    info = sample.groups.get(name)
+    info, group = sample.groups.get(name), lag.group(name)
     members = info.members if info else []
     owner = {tp: m for m in members for tp in m.partitions}
-    statuses = history.partition_statuses(name, now)
-    lag = history.lag(name)
     committed = sample.committed.get(name, {})
     rows = []
     for tp in sorted(set(committed) | set(owner)):
-        m = owner.get(tp)
+        m, known = owner.get(tp), group.partitions.get(tp)
         holder = (m.client_id + " " + (m.host or "")).strip() if m else (zk_owners or {}).get(tp, "-")
         rows.append({"topic": tp[0], "partition": tp[1], "committed": _dash(committed.get(tp)),
-                     "end": _dash(sample.ends.get(tp)), "lag": _dash(lag.get(tp)),
-                     "status": statuses.get(tp, Status.OK).name, "owner": holder})
+                     "end": _dash(sample.ends.get(tp)), "lag": _dash(known.lag if known else None),
+                     "status": (known.status if known else Status.OK).name, "owner": holder})
     return {"name": name, "kind": _kind(info.protocol_type if info else ""), "state": (info.state if info else "") or "-",
             "protocol": (info.protocol if info else "") or "-",
             "members": [{"id": m.member_id, "client_id": m.client_id, "host": m.host or "-",
                          "partitions": len(m.partitions)} for m in sorted(members, key=lambda m: m.member_id)],
-            "zk_members": zk_members or [], "partitions": rows, "lag": sum(lag.values()),
-            "status": history.status(name, now).name, "chart": line_chart(history.total_lag(name))}
+            "zk_members": zk_members or [], "partitions": rows, "lag": group.total,
+            "status": group.status.name, "chart": line_chart(group.series)}
 
 
 def _dash(value: int | None) -> int | str:

@@ -17,9 +17,10 @@ import jinja2
 from twisted.internet import defer, threads
 from twisted.web import resource, server
 
-from broker.console import lag_metrics, views
+from broker.console import views
 from broker.console.collector import Collector
-from broker.console.reader import ClusterReader
+from broker.console.lag_history import LagView
+from broker.console.reader import ClusterReader, ClusterSample
 from broker.console.zk_consumers import ZkConsumers
 from broker.metrics_text import CONTENT_TYPE as METRICS_TYPE
 
@@ -63,11 +64,12 @@ class Console:
         if head == "static" and len(rest) == 1 and rest[0] in self.static:
             kind, body = self.static[rest[0]]
             return 200, kind, body
-        if head == "metrics" and not rest:
-            return 200, METRICS_TYPE, lag_metrics.render(self.collector.history, self.collector.now()).encode()
-        sample = self.collector.latest
-        if sample is None:
+        latest = self.collector.latest
+        if latest is None:
             return 503, "text/plain; charset=utf-8", b"no sample of the cluster yet\n"
+        if head == "metrics" and not rest:
+            return 200, METRICS_TYPE, latest.metrics
+        sample, lag = latest.sample, latest.view
         if not parts:
             return self._page("cluster.html", "cluster", views.cluster_page(sample))
         if head == "topics" and not rest:
@@ -75,29 +77,29 @@ class Console:
         if head == "topics" and len(rest) == 1:
             return threads.deferToThread(self._topic, sample, rest[0])
         if head == "groups" and not rest:
-            return self._page("groups.html", "groups", {**views.groups_page(sample, self.collector.history,
-                                                                            self.collector.now()),
+            return self._page("groups.html", "groups", {**views.groups_page(sample, lag),
                                                          "window": self.collector.history.window,
                                                          "stop_after": int(self.collector.history.stop_after)})
         if head == "groups" and len(rest) == 1:
             if self.zk is None:
-                return self._group(sample, rest[0], None, None)
-            return threads.deferToThread(self._group_with_zk, sample, rest[0])
+                return self._group(sample, lag, rest[0], None, None)
+            return threads.deferToThread(self._group_with_zk, sample, lag, rest[0])
         return self._missing("No such page.")
 
-    def _topic(self, sample: Any, name: str) -> Answer:
+    def _topic(self, sample: ClusterSample, name: str) -> Answer:
         if not any(t.name == name for t in sample.cluster.topics):
             return self._missing(f"Topic '{name}' does not exist.")
         page = views.topic_page(sample, name, self.reader.log_starts(sample, name), self.reader.config_overrides(name))
         return self._page("topic.html", "topics", page or {})
 
-    def _group_with_zk(self, sample: Any, name: str) -> Answer:
+    def _group_with_zk(self, sample: ClusterSample, lag: LagView, name: str) -> Answer:
         assert self.zk is not None
         partitions = sample.committed.get(name, {})
-        return self._group(sample, name, self.zk.members(name), self.zk.owners(name, partitions))
+        return self._group(sample, lag, name, self.zk.members(name), self.zk.owners(name, partitions))
 
-    def _group(self, sample: Any, name: str, members: list[str] | None, owners: dict | None) -> Answer:
-        page = views.group_page(sample, self.collector.history, self.collector.now(), name, members, owners)
+    def _group(self, sample: ClusterSample, lag: LagView, name: str, members: list[str] | None,
+               owners: dict | None) -> Answer:
+        page = views.group_page(sample, lag, name, members, owners)
         if page is None:
             return self._missing(f"Consumer group '{name}' does not exist.")
         return self._page("group.html", "groups", page)
@@ -107,8 +109,8 @@ class Console:
         return 404, kind, body
 
     def _page(self, template: str, section: str, page: dict[str, Any]) -> Answer:
-        latest = self.collector.latest_time
-        age = max(round(self.collector.now() - latest), 0) if latest is not None else "-"
+        latest = self.collector.latest
+        age = max(round(self.collector.now() - latest.time), 0) if latest is not None else "-"
         html = self.env.get_template(template).render(section=section, bootstrap=self.bootstrap, age=age,
                                                       interval=self.collector.interval, error=self.collector.error, **page)
         return 200, HTML, html.encode()

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-after", type=float, default=600.0, metavar="SECONDS",
                         help="a lagging partition whose committed offset has not moved this long is STOP (default 600)")
     parser.add_argument("--history", type=int, default=60, metavar="SAMPLES",
-                        help="samples kept per partition for the lag charts (default 60)")
+                        help="rounds of a group's total lag kept for its chart (default 60)")
 
 
 def run(args: argparse.Namespace) -> int:

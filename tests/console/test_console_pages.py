@@ -37,8 +37,9 @@ def test_the_collector_samples_every_interval_and_keeps_the_last_good_sample():
     rounds = [sample(), sample(ends={("events", 0): 120, ("events", 1): 50, ("logs", 0): 7})]
     c, clock = console(rounds + [RuntimeError("boom")])  # type: ignore[list-item]
     assert c.collector.rounds == 2
-    assert c.collector.latest is rounds[1]
-    assert c.collector.history.lag("readers") == {("events", 0): 30, ("events", 1): 0}
+    latest = c.collector.latest
+    assert latest is not None and latest.sample is rounds[1] and latest.time == 1.0
+    assert {tp: p.lag for tp, p in latest.view.group("readers").partitions.items()} == {("events", 0): 30, ("events", 1): 0}
 
 
 def test_a_failed_round_is_shown_and_the_loop_goes_on():
@@ -50,6 +51,7 @@ def test_a_failed_round_is_shown_and_the_loop_goes_on():
     collector.start(sample())
     clock.advance(1.0)
     assert collector.error and "broker gone" in collector.error and collector.latest is not None
+    assert collector.latest.time == 0.0, "the last good round stays"
     clock.advance(1.0)
     assert collector._loop.running
 
@@ -67,7 +69,9 @@ def test_cluster_page_counts_partitions_leaders_and_trouble():
 def test_every_page_renders_with_its_numbers_and_nothing_external():
     c, _ = console([sample(), sample(ends={("events", 0): 130, ("events", 1): 50, ("logs", 0): 7})])
     pages = {path: c.answer(path) for path in ("/", "/topics", "/groups", "/groups/readers", "/groups/zk-old")}
-    pages["/topics/events"] = c._topic(c.collector.latest, "events")
+    latest = c.collector.latest
+    assert latest is not None
+    pages["/topics/events"] = c._topic(latest.sample, "events")
     for path, (code, kind, body) in pages.items():
         html = body.decode()
         assert code == 200 and kind.startswith("text/html"), path
@@ -83,7 +87,7 @@ def test_unknown_pages_topics_and_groups_are_404_and_static_files_are_served():
     c, _ = console([sample()])
     assert c.answer("/nope")[0] == 404
     assert c.answer("/groups/nobody")[0] == 404
-    assert c._topic(c.collector.latest, "nobody")[0] == 404
+    assert c.collector.latest is not None and c._topic(c.collector.latest.sample, "nobody")[0] == 404
     code, kind, body = c.answer("/static/console.css")
     assert code == 200 and kind.startswith("text/css") and b"font" in body
     assert c.answer("/static/../web.py")[0] == 404

@@ -47,23 +47,27 @@ def test_history_turns_warn_then_ok_when_the_group_catches_up():
     tp = ("t", 0)
     for now, committed, end in [(0, 0, 10), (1, 5, 20), (2, 10, 30)]:
         history.record(now, "g", {tp: committed}, {tp: end})
-    assert history.status("g", 2) == Status.WARN
-    assert history.lag("g") == {tp: 20}
+    warn = history.evaluate("g", 2)
+    assert warn.status == Status.WARN and warn.partitions[tp].lag == 20 and warn.total == 20
     history.record(3, "g", {tp: 30}, {tp: 30})
-    assert history.status("g", 3) == Status.OK
+    assert history.view(3).group("g").status == Status.OK
     assert history.total_lag("g") == [(0, 10), (1, 15), (2, 20), (3, 0)]
+    history.record(4, "g", {tp: 30}, {tp: 31})
+    history.record(5, "g", {tp: 31}, {tp: 31})
+    assert history.view(5).group("g").series == ((1, 15), (2, 20), (3, 0), (4, 1), (5, 0)), "the chart keeps `keep` rounds"
 
 
-def test_history_keeps_a_bounded_number_of_samples_and_forgets_what_is_gone():
+def test_history_keeps_a_window_of_samples_per_partition_and_forgets_what_is_gone():
     history = LagHistory(keep=4, window=2, stop_after=100.0)
     for now in range(10):
         history.record(now, "g", {("t", 0): now, ("t", 1): 0}, {("t", 0): now + 1})
-    assert [s.time for s in history.partitions("g")[("t", 0)]] == [6, 7, 8, 9]
+    assert [s.time for s in history.partitions("g")[("t", 0)]] == [8, 9]
+    assert [t for t, _ in history.total_lag("g")] == [6, 7, 8, 9]
     assert ("t", 1) not in history.partitions("g"), "no log end offset known: no sample"
     history.record(10, "g", {("t", 2): 0}, {("t", 2): 0})
     assert list(history.partitions("g")) == [("t", 2)], "partitions no longer committed are dropped"
     history.retain({"other"})
-    assert history.groups() == []
+    assert history.groups() == [] and history.view(11).groups == {}
 
 
 def test_stop_counts_from_the_last_move_of_the_committed_offset():
@@ -72,6 +76,6 @@ def test_stop_counts_from_the_last_move_of_the_committed_offset():
     history.record(0, "g", {tp: 1}, {tp: 9})
     history.record(4, "g", {tp: 2}, {tp: 9})
     history.record(8, "g", {tp: 2}, {tp: 9})
-    assert history.status("g", 8) == Status.STALL
+    assert history.evaluate("g", 8).status == Status.STALL
     history.record(9, "g", {tp: 2}, {tp: 9})
-    assert history.status("g", 9) == Status.STOP
+    assert history.evaluate("g", 9).status == Status.STOP
