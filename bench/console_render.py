@@ -9,7 +9,8 @@ It also times what the collector does off the reactor each round after its reque
 the offsets, evaluate every group's status and render the ``/metrics`` text. Two numbers per page, median and worst of --repeat: the page built from the sample in process
 (``Console.answer``: views, charts, Jinja2), and the same page fetched over loopback HTTP from
 the twisted.web site in a reactor thread. The sample is made up (no cluster), so the topic page
-leaves out the one ListOffsets per leader and the DescribeConfigs it asks a real cluster.
+leaves out the ListOffsets and DescribeLogDirs per leader broker and the DescribeConfigs it asks a
+real cluster.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ from broker.tools.coordinator_groups import Member  # noqa: E402
 
 
 class NoNetwork:
-    """The reader's two topic-page calls, answered without a cluster."""
+    """The reader's topic-page calls, answered without a cluster."""
 
     def log_starts(self, sample: ClusterSample, topic: str) -> dict:
         return {(t, p): 0 for (t, p) in sample.ends if t == topic}
+
+    def partition_sizes(self, sample: ClusterSample, topic: str) -> dict:
+        return {(t, p): 1 << 20 for (t, p) in sample.ends if t == topic}
 
     def config_overrides(self, topic: str) -> dict:
         return {"retention.ms": "86400000"}

@@ -5,7 +5,7 @@ leader broker (every partition it leads), one ListGroups per broker (which also 
 group's coordinator), one DescribeGroups per coordinator (all its groups) and one OffsetFetch per
 group (all its partitions): never a request per partition. Connections are kept between samples,
 with the client security of ``--command-config``. Request bodies and answers are read with the
-helpers `consumer-groups` uses (``broker.tools.coordinator_groups``).
+helpers `consumer-groups` and `log-dirs` use (``broker.tools.coordinator_groups``, ``broker.tools.log_dirs``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from broker.tools.coordinator_groups import (
     members_of,
     offsets_of,
 )
+from broker.tools.log_dirs import DESCRIBE_LOG_DIRS_VERSION, sizes_of
 
 TopicPartition = tuple[str, int]
 EARLIEST, LATEST = -2, -1
@@ -174,6 +175,24 @@ class ClusterReader:
         leaders = {tp: leader for tp, leader in _leaders(sample.cluster).items() if tp[0] == topic}
         with self._lock:
             return self._offsets(brokers, leaders, EARLIEST, [])
+
+    def partition_sizes(self, sample: ClusterSample, topic: str) -> dict[TopicPartition, int]:
+        """Bytes of each partition of ``topic`` on its leader: one DescribeLogDirs per leader broker."""
+        brokers = {b.node_id: b.address for b in sample.cluster.brokers}
+        by_leader: dict[int, list[int]] = {}
+        for (name, partition), leader in _leaders(sample.cluster).items():
+            if name == topic and leader in brokers:
+                by_leader.setdefault(leader, []).append(partition)
+        sizes: dict[TopicPartition, int] = {}
+        with self._lock:
+            for leader, partitions in sorted(by_leader.items()):
+                try:
+                    answer = self._request(brokers[leader], ApiKey.DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION,
+                                           {"topics": [{"topic": topic, "partitions": sorted(partitions)}]})
+                except OSError:
+                    continue
+                sizes.update((tp, size) for tp, size in sizes_of(answer).items() if tp[1] in partitions)
+        return sizes
 
     def config_overrides(self, topic: str) -> dict[str, str]:
         """The topic's configs that are not at their default (DescribeConfigs)."""

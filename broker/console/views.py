@@ -79,9 +79,10 @@ def topics_page(sample: ClusterSample) -> dict[str, Any]:
     return {"topics": rows}
 
 
-def topic_page(sample: ClusterSample, name: str, starts: Mapping[TopicPartition, int],
+def topic_page(sample: ClusterSample, name: str, starts: Mapping[TopicPartition, int], sizes: Mapping[TopicPartition, int],
                overrides: Mapping[str, str]) -> dict[str, Any] | None:
-    """One topic's partitions (leader, replicas, ISR, log start and end) and its config overrides; None if unknown."""
+    """One topic's partitions (leader, replicas, ISR, log start and end, bytes on the leader) and its
+    config overrides; None if unknown."""
     topic = next((t for t in sample.cluster.topics if t.name == name), None)
     if topic is None:
         return None
@@ -91,8 +92,10 @@ def topic_page(sample: ClusterSample, name: str, starts: Mapping[TopicPartition,
         start, end = starts.get((name, p.partition)), sample.ends.get((name, p.partition))
         partitions.append({**_partition_row(topic, p), "start": _dash(start), "end": _dash(end),
                            "records": _dash(end - start if start is not None and end is not None else None),
+                           "size": _dash(sizes.get((name, p.partition))),
                            "flags": " ".join(partition_flags(p, floor))})
     return {"name": name, "partitions": partitions, "replication_factor": topic.replication_factor,
+            "size": sum(sizes.get((name, p.partition), 0) for p in topic.partitions),
             "min_insync_replicas": floor, "overrides": sorted(overrides.items())}
 
 

@@ -89,7 +89,8 @@ class Console:
     def _topic(self, sample: ClusterSample, name: str) -> Answer:
         if not any(t.name == name for t in sample.cluster.topics):
             return self._missing(f"Topic '{name}' does not exist.")
-        page = views.topic_page(sample, name, self.reader.log_starts(sample, name), self.reader.config_overrides(name))
+        page = views.topic_page(sample, name, self.reader.log_starts(sample, name), self.reader.partition_sizes(sample, name),
+                                self.reader.config_overrides(name))
         return self._page("topic.html", "topics", page or {})
 
     def _group_with_zk(self, sample: ClusterSample, lag: LagView, name: str) -> Answer:

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.cluster.offset_store import ZkOffsetStore
+from broker.tools import log_dirs
 from tests.producing import produce
 from tests.waiting import wait_until
 
@@ -173,6 +174,15 @@ def _the_numbers_are_the_brokers(browser, url: str, bootstrap: str, consumer: Co
         assert cell(browser, f'[data-partition="{p}"] .start') == str(low)
         assert cell(browser, f'[data-partition="{p}"] .end') == str(high)
         assert cell(browser, f'[data-partition="{p}"] .leader') == str(metadata.topics[TOPIC].partitions[p].leader)
+    sized = set()
+    for broker in log_dirs.describe(bootstrap, None, [TOPIC])["brokers"]:  # DescribeLogDirs, asked of each broker
+        for d in broker["logDirs"]:
+            for found in d["partitions"]:
+                p = int(found["partition"].rsplit("-", 1)[1])
+                if metadata.topics[TOPIC].partitions[p].leader == broker["broker"]:
+                    assert cell(browser, f'[data-partition="{p}"] .size') == str(found["size"]) != "0"
+                    sized.add(p)
+    assert sized == set(range(PARTITIONS))
     browser.get(url + "/groups/rdk")
     for p in range(PARTITIONS):
         assert cell(browser, f'[data-topic="{TOPIC}"][data-partition="{p}"] .committed') == str(committed[p])

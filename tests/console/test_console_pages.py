@@ -18,6 +18,9 @@ class FakeReader:
     def log_starts(self, s, topic):
         return {(topic, 0): 3, (topic, 1): 0}
 
+    def partition_sizes(self, s, topic):
+        return {(topic, 0): 4096}
+
     def config_overrides(self, topic):
         return {"retention.ms": "1000"}
 
@@ -80,6 +83,7 @@ def test_every_page_renders_with_its_numbers_and_nothing_external():
     assert 'id="total-lag">40<' in group and "<polyline" in group and "rdkafka" in group
     topic = pages["/topics/events"][2].decode()
     assert "retention.ms" in topic and '<td class="num start">3</td>' in topic
+    assert '<td class="num size">4096</td>' in topic and 'id="topic-size">4096<' in topic
     assert '<td class="num">3</td><td class="num">1</td>' in pages["/"][2].decode()  # broker 1: 3 replicas, 1 leader
 
 
