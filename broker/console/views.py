@@ -125,7 +125,7 @@ def group_page(sample: ClusterSample, lag: LagView, name: str, zk_members: list[
     owner = {tp: m for m in members for tp in m.partitions}
     committed = sample.committed.get(name, {})
     rows = []
-    for tp in sorted(set(committed) | set(owner)):
+    for tp in sorted(set(committed) | set(owner) | set(zk_owners or {})):
         m, known = owner.get(tp), group.partitions.get(tp)
         holder = (m.client_id + " " + (m.host or "")).strip() if m else (zk_owners or {}).get(tp, "-")
         rows.append({"topic": tp[0], "partition": tp[1], "committed": _dash(committed.get(tp)),

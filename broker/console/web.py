@@ -95,8 +95,7 @@ class Console:
 
     def _group_with_zk(self, sample: ClusterSample, lag: LagView, name: str) -> Answer:
         assert self.zk is not None
-        partitions = sample.committed.get(name, {})
-        return self._group(sample, lag, name, self.zk.members(name), self.zk.owners(name, partitions))
+        return self._group(sample, lag, name, self.zk.members(name), self.zk.owners(name))
 
     def _group(self, sample: ClusterSample, lag: LagView, name: str, members: list[str] | None,
                owners: dict | None) -> Answer:

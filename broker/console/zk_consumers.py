@@ -4,10 +4,9 @@ brokers' OffsetFetch reads the same store (``broker/cluster/offset_store.py``)."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from broker.cluster.offset_store import ZkOffsetStore
 from broker.cluster.zk import ZkClient
+from broker.cluster.zkdata import ConsumerOwnersZNode
 from broker.tools.consumer_groups import owner_of
 
 TopicPartition = tuple[str, int]
@@ -22,6 +21,8 @@ class ZkConsumers:
     def members(self, group: str) -> list[str]:
         return ZkOffsetStore(self.zk.kazoo).zk_members(group)
 
-    def owners(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, str]:
-        """The consumer thread owning each partition ("-" when none)."""
-        return {(t, p): owner_of(self.zk, group, t, p) for t, p in partitions}
+    def owners(self, group: str) -> dict[TopicPartition, str]:
+        """The consumer thread owning each owned partition of ``group``."""
+        owned = [(t, int(p)) for t in self.zk.children(ConsumerOwnersZNode.path(group))
+                 for p in self.zk.children(ConsumerOwnersZNode.path(group, t)) if p.isdigit()]
+        return {tp: owner for tp in sorted(owned) if (owner := owner_of(self.zk, group, *tp)) != "-"}

@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.cluster.offset_store import ZkOffsetStore
+from broker.client.zk_consumer import ZookeeperConsumerConnector
 from broker.tools import log_dirs
 from tests.producing import produce
 from tests.waiting import wait_until
@@ -104,10 +104,10 @@ def group_status(driver, url: str) -> str:
 
 
 def test_every_page_in_chromium_shows_the_brokers_numbers_and_a_lagging_group_turns_warn_then_ok(
-        console_url, browser, zk_client, tmp_path):
+        console_url, browser, zk_chroot, tmp_path):
     url, bootstrap = console_url
     produce(bootstrap, TOPIC, [{"value": f"v{i}".encode(), "partition": i % PARTITIONS} for i in range(300)])
-    ZkOffsetStore(zk_client.kazoo).commit("zk-readers", {(TOPIC, 0): 5})
+    zk_readers = _zookeeper_group(zk_chroot)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "rdk", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
     try:
@@ -152,6 +152,23 @@ def test_every_page_in_chromium_shows_the_brokers_numbers_and_a_lagging_group_tu
         assert 'logbus_consumer_group_status{group="rdk",status="OK"} 1' in browser.page_source
     finally:
         consumer.close()
+        zk_readers.shutdown()
+
+
+def _zookeeper_group(zk_chroot: str) -> ZookeeperConsumerConnector:
+    """A ZooKeeper consumer group (Kafka 0.8's high-level consumer) that has read 30 records of
+    partition 0's 50 and committed them; it stays registered, owning every partition."""
+    connector = ZookeeperConsumerConnector({"zookeeper.connect": zk_chroot, "group.id": "zk-readers",
+                                            "auto.offset.reset": "smallest", "auto.commit.enable": "false",
+                                            "rebalance.backoff.ms": "200", "consumer.timeout.ms": "10000"})
+    stream = connector.create_message_streams({TOPIC: 1})[TOPIC][0]
+    read = 0
+    for message in stream:
+        read += message.partition == 0
+        if read == 30:
+            break
+    connector.commit_offsets()
+    return connector
 
 
 def _the_numbers_are_the_brokers(browser, url: str, bootstrap: str, consumer: Consumer) -> None:
@@ -188,4 +205,8 @@ def _the_numbers_are_the_brokers(browser, url: str, bootstrap: str, consumer: Co
         assert cell(browser, f'[data-topic="{TOPIC}"][data-partition="{p}"] .committed') == str(committed[p])
     browser.get(url + "/groups/zk-readers")
     high0 = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)[1]
-    assert cell(browser, f'[data-topic="{TOPIC}"][data-partition="0"] .lag') == str(high0 - 5)
+    committed0 = cell(browser, f'[data-topic="{TOPIC}"][data-partition="0"] .committed')
+    assert int(committed0) >= 30 and cell(browser, f'[data-topic="{TOPIC}"][data-partition="0"] .lag') == str(high0 - int(committed0))
+    owners = {cell(browser, f'[data-topic="{TOPIC}"][data-partition="{p}"] .owner') for p in range(PARTITIONS)}
+    assert len(owners) == 1 and owners.pop().startswith("zk-readers_"), "one registered ZooKeeper consumer owns them all"
+    assert "zk-readers_" in cell(browser, "#members")

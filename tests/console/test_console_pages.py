@@ -117,3 +117,14 @@ def test_bar_and_line_geometry():
     line = line_chart([(10.0, 0), (20.0, 5), (30.0, 10)], width=100, height=50)
     assert line.points == "0.0,50.0 50.0,25.0 100.0,0.0" and line.span == 20 and line.last == 10
     assert line_chart([]).points == ""
+
+
+def test_a_zookeeper_group_shows_its_owners_and_members_even_where_nothing_is_committed():
+    c, _ = console([sample()])
+    latest = c.collector.latest
+    assert latest is not None
+    page = views.group_page(latest.sample, latest.view, "zk-old", ["zk-old_h-1"],
+                            {("logs", 0): "zk-old_h-1-0", ("logs", 1): "zk-old_h-1-0"})
+    assert page is not None and page["zk_members"] == ["zk-old_h-1"]
+    assert [(r["partition"], r["committed"], r["lag"], r["owner"]) for r in page["partitions"]] == [
+        (0, 7, 0, "zk-old_h-1-0"), (1, "-", "-", "zk-old_h-1-0")]
