@@ -131,7 +131,8 @@ def group_page(sample: ClusterSample, lag: LagView, name: str, zk_members: list[
         rows.append({"topic": tp[0], "partition": tp[1], "committed": _dash(committed.get(tp)),
                      "end": _dash(sample.ends.get(tp)), "lag": _dash(known.lag if known else None),
                      "status": (known.status if known else Status.OK).name, "owner": holder})
-    return {"name": name, "kind": _kind(info.protocol_type if info else ""), "state": (info.state if info else "") or "-",
+    kind = "ZooKeeper consumers" if zk_members else _kind(info.protocol_type if info else "")
+    return {"name": name, "kind": kind, "state": (info.state if info else "") or "-",
             "protocol": (info.protocol if info else "") or "-",
             "members": [{"id": m.member_id, "client_id": m.client_id, "host": m.host or "-",
                          "partitions": len(m.partitions)} for m in sorted(members, key=lambda m: m.member_id)],
