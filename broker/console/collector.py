@@ -73,7 +73,7 @@ class Collector:
         now = self.now()
         for group, committed in sample.committed.items():
             self.history.record(now, group, committed, sample.ends)
-        self.history.retain(set(sample.committed))
+        self.history.retain(set(sample.committed) | set(sample.groups))  # a group whose OffsetFetch failed keeps its history
         view = self.history.view(now)
         return Round(sample, now, view, lag_metrics.render(view).encode())
 

@@ -128,3 +128,14 @@ def test_a_zookeeper_group_shows_its_owners_and_members_even_where_nothing_is_co
     assert page is not None and page["zk_members"] == ["zk-old_h-1"]
     assert [(r["partition"], r["committed"], r["lag"], r["owner"]) for r in page["partitions"]] == [
         (0, 7, 0, "zk-old_h-1-0"), (1, "-", "-", "zk-old_h-1-0")]
+
+
+def test_a_group_whose_offsets_could_not_be_read_keeps_its_history_until_it_is_gone():
+    without = sample()
+    del without.committed["readers"]
+    c, clock = console([sample(), without])
+    assert c.collector.history.partitions("readers"), "still listed by its coordinator: history kept"
+    gone = sample()
+    del gone.committed["readers"], gone.groups["readers"]
+    c.collector.apply(gone)
+    assert not c.collector.history.partitions("readers")
