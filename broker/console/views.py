@@ -56,7 +56,7 @@ def cluster_page(sample: ClusterSample) -> dict[str, Any]:
                  "leaders": leaders.get(n, 0)} for n in sorted(replicas) if n not in live]
     chart = bar_chart([(str(b["id"]), (replicas.get(b["id"], 0), leaders.get(b["id"], 0))) for b in brokers])
     return {"cluster_id": sample.cluster.cluster_id or "-", "controller": sample.cluster.controller,
-            "brokers": brokers, "topics": len(sample.cluster.topics), "partitions": partitions,
+            "brokers": brokers, "live": len(live), "topics": len(sample.cluster.topics), "partitions": partitions,
             "offline": trouble["offline"], "under_replicated": trouble["under-replicated"],
             "under_min_isr": trouble["under-min-isr"], "chart": chart}
 

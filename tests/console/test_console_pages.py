@@ -66,7 +66,14 @@ def test_cluster_page_counts_partitions_leaders_and_trouble():
     assert [r["partition"] for r in page["offline"]] == [2]
     assert [(r["topic"], r["partition"]) for r in page["under_replicated"]] == [("events", 1), ("events", 2)]
     assert [(r["topic"], r["partition"]) for r in page["under_min_isr"]] == [("events", 1), ("events", 2)]
-    assert page["chart"].top == 4 and len(page["chart"].groups) == 3
+    assert page["chart"].top == 4 and len(page["chart"].groups) == 3 and page["live"] == 3
+
+
+def test_a_broker_that_holds_replicas_but_is_not_live_is_listed_as_such():
+    s = sample()
+    s.cluster.brokers.pop()  # broker 3 gone from Metadata, its replicas still assigned
+    page = views.cluster_page(s)
+    assert page["live"] == 2 and [(b["id"], b["address"]) for b in page["brokers"]][-1] == (3, "(not live)")
 
 
 def test_every_page_renders_with_its_numbers_and_nothing_external():
