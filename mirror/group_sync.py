@@ -22,6 +22,7 @@ from typing import Any
 from broker.client.connection import BrokerConnectionError
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
+from broker.tools.access import ClusterAccess
 from mirror.config import SourceConfig
 
 log = logging.getLogger("mirror.group_sync")
@@ -32,11 +33,11 @@ TopicPartition = tuple[str, int]
 class GroupOffsetSync:
     """One background thread translating and committing groups' offsets (module docstring)."""
 
-    def __init__(self, sources: list[SourceConfig], topic_filter: Any, target_bootstrap: str, interval_ms: int,
+    def __init__(self, sources: list[SourceConfig], topic_filter: Any, target: ClusterAccess, interval_ms: int,
                  max_records: int, stop: threading.Event) -> None:
         self.sources = sources
         self.topic_filter = topic_filter
-        self.target = target_bootstrap
+        self.target = target
         self.interval = interval_ms / 1000.0
         self.max_records = max_records
         self.stop = stop

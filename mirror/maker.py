@@ -340,9 +340,11 @@ class MirrorMaker:
             self._threads.append(sync)
             sync.start()
         if cfg.sync_group_offsets:
+            from broker.tools.access import ClusterAccess
             from mirror.group_sync import GroupOffsetSync
 
-            self.group_sync = GroupOffsetSync(cfg.sources, topic_filter, bootstrap, cfg.sync_group_offsets_interval_ms,
+            self.group_sync = GroupOffsetSync(cfg.sources, topic_filter, ClusterAccess(bootstrap, security),
+                                              cfg.sync_group_offsets_interval_ms,
                                               cfg.resume_scan_max_records or DEFAULT_SCAN_MAX_RECORDS, self._stopping)
             self.group_sync.start()
         self.state = "running"

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pipelines.airflow_connection import as_overrides, child_environment, connection_props
 from pipelines.config import LoaderConfig, load_config
 
 CONFIG_ENV = "LOGBUS_LOADER_CONFIG"
@@ -46,7 +47,15 @@ def _topics(params: Mapping[str, Any] | None) -> list[str] | None:
 
 
 def group_config(path: str, group: str, params: Mapping[str, Any] | None = None) -> LoaderConfig:
-    return load_config(path).for_group(group, _topics(params))
+    """The group's config; with ``airflow.kafka_conn_id``, the cluster keys of that Airflow connection
+    override the file's (pipelines/airflow_connection.py)."""
+    return load_config(path, as_overrides(_connection(path))).for_group(group, _topics(params))
+
+
+def _connection(path: str) -> dict[str, str]:
+    """The cluster keys of the config's Airflow connection ({} without ``airflow.kafka_conn_id``)."""
+    conn_id = load_config(path).airflow.get("kafka_conn_id")
+    return connection_props(str(conn_id)) if conn_id else {}
 
 
 def plan_step(path: str, group: str, params: Mapping[str, Any] | None = None) -> dict:
@@ -108,7 +117,7 @@ def load_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
     mode = cfg.airflow.get("load", "inline")
     if mode == "spark-submit":
         cmd = submit_command(path, group, info, cfg)
-        env = dict(os.environ)
+        env = {**os.environ, **child_environment(_connection(path))}
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

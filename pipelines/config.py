@@ -360,7 +360,8 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
                                              "e.g. namenode:9870)")
     schedule = _value(raw, "schedule", "schedule")
     airflow = dict(_mapping(raw, "airflow"))
-    _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args"}, "airflow.")
+    _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args", "kafka_conn_id"},
+                "airflow.")
     if airflow.get("load", "inline") not in ("inline", "spark-submit"):
         raise _error("airflow.load", f"{airflow.get('load')!r} is not one of inline, spark-submit")
     if not isinstance(airflow.get("catchup", False), bool):

@@ -28,12 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topics", help="comma-separated subset of the group's topics")
     args = parser.parse_args(argv)
 
+    from pipelines.airflow_connection import inherited_overrides
     from pipelines.config import load_config
     from pipelines.errors import LoadError
     from pipelines.job import make_spark
     from pipelines.loader import Loader
 
-    cfg = load_config(args.config).for_group(args.group, args.topics.split(",") if args.topics else None)
+    cfg = load_config(args.config, inherited_overrides()).for_group(args.group, args.topics.split(",") if args.topics else None)
     if args.master:
         cfg = cfg.with_overrides(spark_master=args.master)
     spark = make_spark(cfg)

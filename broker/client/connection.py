@@ -41,6 +41,7 @@ class BrokerConnection(Closeable):
         self._sock = sock
         self._correlation_ids = itertools.count(1)
         self._pipelined: collections.deque[tuple[int, int, int]] = collections.deque()
+        self._answered = False  # whether the broker ever sent a byte
         if security.tls:
             try:
                 self._sock = wrap_socket(sock, host, security)
@@ -100,9 +101,16 @@ class BrokerConnection(Closeable):
             except OSError as exc:
                 raise BrokerConnectionError(f"broker {self.host}:{self.port} connection failed: {exc}") from exc
             if not chunk:
-                raise BrokerConnectionError(f"broker {self.host}:{self.port} closed the connection")
+                raise BrokerConnectionError(f"broker {self.host}:{self.port} closed the connection{self._closed_hint()}")
             chunks += chunk
+            self._answered = True
         return bytes(chunks)
+
+    def _closed_hint(self) -> str:
+        """Why a broker may close a plaintext client's first request: its listener wants TLS or SASL."""
+        if self._answered or self.security.tls or self.security.sasl:
+            return ""
+        return " (a TLS or SASL listener closes plaintext clients: is security.protocol set?)"
 
     # Pipelining: several requests in flight, answers read in order (Kafka answers a
     # connection's requests in the order they were sent). Do not mix with ``request``

@@ -32,6 +32,7 @@ from typing import Any
 
 from broker.cluster.embedded_zk import EmbeddedZooKeeper, four_letter_word
 from broker.cluster.local import BrokerProcess, BrokerStartError
+from broker.cluster.local_security import LocalSecurity
 from broker.cluster.net import free_port, port_open
 from broker.config import BrokerConfig, ConfigError, load_properties
 
@@ -330,6 +331,16 @@ class LocalCluster:
         return str(self._state_or_raise().get("bootstrap_servers", ""))
 
     @property
+    def security_dir(self) -> Path:
+        """Certificates and passwords of a cluster started with ``security``."""
+        return self.dir / "security"
+
+    @property
+    def client_properties(self) -> str | None:
+        """The admin's client properties file of a secured cluster (None: PLAINTEXT)."""
+        return (self._state_or_raise().get("client_properties") or None)
+
+    @property
     def zookeeper_connect(self) -> str:
         return str(self._state_or_raise().get("zookeeper_connect", ""))
 
@@ -389,9 +400,11 @@ class LocalCluster:
         overrides: Mapping[str, str] | None = None,
         start_timeout: float = 60.0,
         metrics_port_base: int | None = None,
+        security: bool = False,
     ) -> LocalCluster:
         """Start ZooKeeper and ``brokers`` brokers; return once all are registered and listening.
-        With ``metrics_port_base`` P, broker N serves its metrics on port P+N-1.
+        With ``metrics_port_base`` P, broker N serves its metrics on port P+N-1; with ``security``,
+        TLS + SCRAM + ACLs (broker/cluster/local_security.py).
 
         Raises ClusterAlreadyUpError when the directory's cluster still runs, ClusterError
         (after stopping whatever it had started) when anything fails to start.
@@ -431,12 +444,12 @@ class LocalCluster:
                     )
                 self.progress(f"found a stale {STATE_FILE} (none of its processes runs); starting afresh")
                 self.state_path.unlink()
-            self._start(brokers, config, overrides, start_timeout, metrics_port_base)
+            self._start(brokers, config, overrides, start_timeout, metrics_port_base, security)
         return self
 
     def _start(
         self, n: int, config: Path | None, overrides: Mapping[str, str], start_timeout: float,
-        metrics_port_base: int | None = None,
+        metrics_port_base: int | None = None, security: bool = False,
     ) -> None:
         t0 = time.monotonic()
         state: dict[str, Any] = {
@@ -471,6 +484,13 @@ class LocalCluster:
             )
             self._write_state(state)
             self.progress(f"ZooKeeper ready on {zk.connect_string} (pid {zk.pid}, {time.monotonic() - t0:.1f}s)")
+            secured = None
+            if security:
+                secured = LocalSecurity.create(self.security_dir, [self.host, "localhost"])
+                secured.add_users(str(state["zookeeper_connect"]))
+                state["client_properties"] = str(secured.client_properties)
+                self._write_state(state)
+                self.progress(f"TLS certificates and SCRAM users made in {self.security_dir}")
 
             ports: list[int] = []
             while len(ports) < n:
@@ -485,6 +505,8 @@ class LocalCluster:
                 )
                 if metrics_port_base is not None:
                     props["metrics.port"] = str(metrics_port_base + broker_id - 1)
+                if secured is not None:
+                    props.update(secured.broker_properties(self.host, port))
                 proc = BrokerProcess(props, home, start_timeout=start_timeout)
                 procs.append(proc)
                 proc.start(wait=False)
@@ -651,6 +673,7 @@ class LocalCluster:
                     elif home.parent == self.dir:  # only what `up` made
                         shutil.rmtree(home, ignore_errors=True)
         if not keep_data:
+            shutil.rmtree(self.security_dir, ignore_errors=True)
             with contextlib.suppress(OSError):
                 (self.dir / LOCK_FILE).unlink()
                 self.dir.rmdir()  # only when nothing else is in it

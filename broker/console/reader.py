@@ -3,9 +3,10 @@
 One ``sample()`` costs one Metadata and one DescribeConfigs (all topics), one ListOffsets per
 leader broker (every partition it leads), one ListGroups per broker (which also names each
 group's coordinator), one DescribeGroups per coordinator (all its groups) and one OffsetFetch per
-group (all its partitions): never a request per partition. Connections are kept between samples,
-with the client security of ``--command-config``. Request bodies and answers are read with the
-helpers `consumer-groups` and `log-dirs` use (``broker.tools.coordinator_groups``, ``broker.tools.log_dirs``).
+group (all its partitions): never a request per partition. Connections are made through the
+tools' ``ClusterAccess`` (bootstrap, the security of ``--command-config``, timeout) and kept between
+samples. Request bodies and answers are read with the helpers the tools use
+(``broker.tools.access``, ``broker.tools.coordinator_groups``, ``broker.tools.log_dirs``).
 """
 
 from __future__ import annotations
@@ -16,16 +17,10 @@ from typing import Any
 
 from broker.client.admin import AdminClient, ClusterDescription
 from broker.client.connection import BrokerConnection
-from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
-from broker.tools.coordinator_groups import (
-    Member,
-    committed_of,
-    list_offsets_requests,
-    members_of,
-    offsets_of,
-)
+from broker.tools.access import ClusterAccess, list_offsets_requests, offsets_of
+from broker.tools.coordinator_groups import Member, committed_of, members_of
 from broker.tools.log_dirs import DESCRIBE_LOG_DIRS_VERSION, sizes_of
 
 TopicPartition = tuple[str, int]
@@ -62,10 +57,8 @@ class ClusterSample:
 class ClusterReader:
     """The console's requests to one cluster; thread-safe (one request at a time)."""
 
-    def __init__(self, bootstrap: str, security: ClientSecurity = PLAINTEXT, timeout: float = 10.0) -> None:
-        self.bootstrap = bootstrap
-        self.security = security
-        self.timeout = timeout
+    def __init__(self, access: ClusterAccess) -> None:
+        self.access = access
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._conns: dict[str, BrokerConnection] = {}
@@ -74,7 +67,7 @@ class ClusterReader:
 
     def _admin_client(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.bootstrap, timeout=self.timeout, security=self.security)
+            self._admin = AdminClient(self.access.bootstrap, timeout=self.access.timeout, security=self.access.security)
         return self._admin
 
     def _with_admin(self, call: Any) -> Any:
@@ -94,8 +87,7 @@ class ClusterReader:
         conn = self._conns.get(address)
         try:
             if conn is None:
-                conn = self._conns[address] = BrokerConnection.from_address(
-                    address, client_id=CLIENT_ID, timeout=self.timeout, security=self.security)
+                conn = self._conns[address] = self.access.connect(address, CLIENT_ID)
             answer = conn.request(api, version, body)
         except Exception:
             dropped = self._conns.pop(address, None)
@@ -139,12 +131,14 @@ class ClusterReader:
                  errors: list[str]) -> dict[TopicPartition, int]:
         """One ListOffsets per leader broker; a broker that does not answer leaves its partitions out."""
         found: dict[TopicPartition, int] = {}
-        live = {tp: leader for tp, leader in leaders.items() if leader in brokers}
-        for leader, body in list_offsets_requests(live, live, timestamp).items():
+        bodies, _ = list_offsets_requests(brokers, leaders, dict.fromkeys(leaders, timestamp))
+        for leader, body in sorted(bodies.items()):
             try:
-                found.update(offsets_of(self._request(brokers[leader], ApiKey.LIST_OFFSETS, 2, body)))
+                answer = self._request(brokers[leader], ApiKey.LIST_OFFSETS, 2, body)
             except OSError as exc:
                 errors.append(f"ListOffsets on broker {leader}: {exc}")
+                continue
+            found.update((tp, offset) for tp, (code, offset) in offsets_of(answer).items() if code == ErrorCode.NONE)
         return found
 
     def _groups(self, brokers: dict[int, str], errors: list[str]) -> dict[str, GroupInfo]:

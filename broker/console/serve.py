@@ -7,16 +7,16 @@ import argparse
 from contextlib import ExitStack
 from typing import Any
 
-from broker.client.security import ClientSecurity
 from broker.console.collector import Collector
 from broker.console.lag_history import LagHistory
 from broker.console.reader import ClusterReader
 from broker.console.web import Console, site
 from broker.console.zk_consumers import ZkConsumers
 from broker.tools import CommandError, zookeeper_session
+from broker.tools.access import ClusterAccess
 
 
-def serve(args: argparse.Namespace, bootstrap: str, security: ClientSecurity) -> int:
+def serve(args: argparse.Namespace, access: ClusterAccess) -> int:
     """Run the console until the reactor stops; 0 after a clean stop."""
     from twisted.internet import error
     from twisted.internet import reactor as default_reactor
@@ -24,7 +24,8 @@ def serve(args: argparse.Namespace, bootstrap: str, security: ClientSecurity) ->
     reactor: Any = default_reactor
 
     with ExitStack() as stack:
-        reader = ClusterReader(bootstrap, security)
+        reader = ClusterReader(access)
+        bootstrap = access.bootstrap
         stack.callback(reader.close)
         first = reader.sample()
         zk = ZkConsumers(stack.enter_context(zookeeper_session(args.zookeeper))) if args.zookeeper else None

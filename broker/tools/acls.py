@@ -38,6 +38,7 @@ from broker.security.acl import (
     parse_principal,
 )
 from broker.tools import CommandError, zookeeper_session
+from broker.tools.access import add_command_config, from_args
 
 if TYPE_CHECKING:
     from broker.cluster.zk import ZkClient
@@ -55,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="brokers of the cluster (CreateAcls, DescribeAcls, DeleteAcls)")
     where.add_argument("--authorizer-properties", nargs="+", metavar="KEY=VALUE",
                        help="zookeeper.connect=HOST:PORT[/chroot]: change ZooKeeper directly")
+    add_command_config(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--add", action="store_true", help="add ACLs")
     action.add_argument("--remove", action="store_true", help="remove ACLs")
@@ -147,15 +149,10 @@ def _check(code: int, message: str | None) -> None:
 @contextmanager
 def _backend(args: argparse.Namespace) -> Iterator[Backend]:
     if args.bootstrap_server:
-        errors = []
-        for address in [a.strip() for a in args.bootstrap_server.split(",") if a.strip()]:
-            try:
-                conn = BrokerConnection.from_address(address, client_id="logbus-acls", timeout=30.0)
-                break
-            except (OSError, BrokerConnectionError, ValueError) as exc:
-                errors.append(f"{address}: {exc}")
-        else:
-            raise CommandError("no bootstrap server answered: " + "; ".join(errors))
+        try:
+            conn = from_args(args, timeout=30.0).first_answering("logbus-acls")
+        except BrokerConnectionError as exc:
+            raise CommandError(str(exc)) from None
         with conn:
             yield BrokerBackend(conn)
         return

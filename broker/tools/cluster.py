@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="how long each process may take to start (default: 60)")
     up.add_argument("--metrics-port-base", type=int, metavar="PORT",
                     help="serve each broker's Prometheus metrics: broker N on PORT+N-1")
+    up.add_argument("--security", action="store_true",
+                    help="SASL_SSL listeners (a CA made for the cluster, SCRAM-SHA-512 logins) and ACLs; "
+                         "prints the admin's client properties file")
 
     restart = with_dir(actions.add_parser(
         "restart", help="stop one broker cleanly and start it again",
@@ -88,16 +91,29 @@ def _up(cluster: LocalCluster, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
     cluster.up(args.brokers, config=args.config, overrides=overrides, start_timeout=args.timeout,
-               metrics_port_base=args.metrics_port_base)
+               metrics_port_base=args.metrics_port_base, security=args.security)
     nodes = cluster.nodes()
     print(f"bootstrap.servers={cluster.bootstrap_servers}")
     print(f"zookeeper.connect={cluster.zookeeper_connect}")
+    _print_security(cluster)
     metrics = metrics_urls(nodes)
     if metrics:
         print(f"metrics: {metrics}")
     print(f"logs: {', '.join(n.log_file for n in nodes)}")
     print(f"state: {cluster.state_path}   (`logbus cluster status|down --dir {cluster.dir}`)")
     return 0
+
+
+def _print_security(cluster: LocalCluster) -> None:
+    """For a secured cluster: the admin's client properties and how to add a user and its ACLs."""
+    properties = cluster.client_properties
+    if not properties:
+        return
+    print(f"security: SASL_SSL (TLS, SCRAM-SHA-512) with ACLs; admin's client properties: {properties}")
+    print(f"  a user:  logbus configs --zookeeper {cluster.zookeeper_connect} --alter --entity-type users "
+          "--entity-name alice --add-config 'SCRAM-SHA-512=[password=alice-secret]'")
+    print(f"  an ACL:  logbus acls --bootstrap-server {cluster.bootstrap_servers.split(',')[0]} --command-config "
+          f"{properties} --add --allow-principal User:alice --producer --topic page-views")
 
 
 def metrics_urls(nodes: list) -> str:
@@ -138,6 +154,7 @@ def _status(cluster: LocalCluster, args: argparse.Namespace) -> int:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     print(f"bootstrap.servers={st.bootstrap_servers}")
     print(f"zookeeper.connect={st.zookeeper_connect}")
+    _print_security(cluster)
     if st.zookeeper_error:
         print(f"registration unknown: {st.zookeeper_error}")
     ok = sum(1 for b in st.brokers if b.ok)

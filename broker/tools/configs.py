@@ -19,16 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
-from broker.client.security import ClientSecurity
 from broker.cluster.zk import ZkClient
 from broker.cluster.zkdata import ConfigType, is_storable_name
-from broker.config import load_properties
-from broker.configdef import ConfigError
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.security.scram import DEFAULT_ITERATIONS, ScramCredential, ScramFormatError, make_credential
 from broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from broker.tools import CommandError
+from broker.tools.access import add_command_config, from_args
 
 INCREMENTAL_ALTER_CONFIGS_VERSION = 0
 DESCRIBE_CONFIGS_VERSION = 1
@@ -50,8 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="brokers of the cluster")
     where.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="the cluster's ZooKeeper (users: SCRAM credentials)")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="client properties for --bootstrap-server (security.protocol, ssl.*, sasl.*)")
+    add_command_config(parser)
     parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES), help="what to configure")
     name = parser.add_mutually_exclusive_group()
     name.add_argument("--entity-name", help="the topic name or broker id")
@@ -90,16 +87,9 @@ def _connection(args: argparse.Namespace) -> BrokerConnection:
     if not args.bootstrap_server:
         raise CommandError(f"--entity-type {args.entity_type} needs --bootstrap-server")
     try:
-        security = ClientSecurity.from_props(load_properties(args.command_config) if args.command_config else {})
-    except ConfigError as exc:
+        return from_args(args, timeout=30.0).first_answering("logbus-configs")
+    except BrokerConnectionError as exc:
         raise CommandError(str(exc)) from None
-    errors = []
-    for address in [a.strip() for a in args.bootstrap_server.split(",") if a.strip()]:
-        try:
-            return BrokerConnection.from_address(address, client_id="logbus-configs", timeout=30.0, security=security)
-        except (OSError, BrokerConnectionError, ValueError) as exc:
-            errors.append(f"{address}: {exc}")
-    raise CommandError("no bootstrap server answered: " + "; ".join(errors))
 
 
 def _alter_over_protocol(resource_type: int, label: str) -> Callable[[argparse.Namespace, str, dict[str, str], list[str]], int]:

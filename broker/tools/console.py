@@ -12,15 +12,14 @@ from __future__ import annotations
 import argparse
 
 from broker.client.connection import BrokerConnectionError
-from broker.config import ConfigError
 from broker.protocol.errors import KafkaError
-from broker.tools import CommandError, client_config
+from broker.tools import CommandError
+from broker.tools.access import add_command_config, from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="brokers of the cluster to show")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a client .properties file: bootstrap.servers and, for a secured cluster, its security keys")
+    add_command_config(parser)
     parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                         help="the cluster's ZooKeeper, to show the members of ZooKeeper consumer groups")
     parser.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS", help="the address to serve on (default 127.0.0.1)")
@@ -40,19 +39,10 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--port must be between 0 and 65535, not {args.port}")
     if args.interval <= 0 or args.window < 1 or args.history < 1 or args.stop_after <= 0:
         raise CommandError("--interval and --stop-after must be positive, --window and --history at least 1")
-    config = client_config(args.command_config, [], args.bootstrap_server,
-                           "--bootstrap-server (or bootstrap.servers in --command-config) is required")
-    if not config.get("bootstrap.servers"):
-        raise CommandError("--bootstrap-server (or bootstrap.servers in --command-config) is required")
-    from broker.client.security import ClientSecurity
-
-    try:
-        security = ClientSecurity.from_props(config)
-    except ConfigError as exc:
-        raise CommandError(str(exc)) from exc
+    access = from_args(args)
     from broker.console.serve import serve
 
     try:
-        return serve(args, config["bootstrap.servers"], security)
+        return serve(args, access)
     except (BrokerConnectionError, KafkaError, OSError) as exc:
-        raise CommandError(f"cannot read the cluster at {config['bootstrap.servers']}: {exc}") from exc
+        raise CommandError(f"cannot read the cluster at {access.bootstrap}: {exc}") from exc

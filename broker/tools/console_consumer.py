@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.rebalance import Whitelist
+from broker.client.security import PLAINTEXT, ClientSecurity
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, MessageAndMetadata, SimpleConsumer
 from broker.cluster.zk import ZkError
 from broker.config import ConfigError, load_with_overrides
 from broker.protocol.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError
 from broker.tools import CommandError, message_formatter
+from broker.tools.access import access_of_props
 from broker.tools.message_formatter import DefaultMessageFormatter, NoOpMessageFormatter
 
 Formatter = DefaultMessageFormatter | NoOpMessageFormatter
@@ -68,7 +70,7 @@ def _parse_kv(items: list[str], flag: str) -> dict[str, str]:
 
 def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | None, from_beginning: bool,
                        fetch_size: int = 1 << 20, timeout_ms: int = -1, partition: int | None = None,
-                       start: int | None = None) -> Iterator[MessageAndMetadata]:
+                       start: int | None = None, security: ClientSecurity = PLAINTEXT) -> Iterator[MessageAndMetadata]:
     """Every partition of the topics (or of those ``pattern`` allows; or only ``partition``), read
     with SimpleConsumer from ``start`` (an offset) or the earliest/latest. A partition without a
     leader is skipped with one line on stderr; the others are read, as Kafka's consumers do.
@@ -78,7 +80,7 @@ def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | 
     errors = []
     for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
         try:
-            first = SimpleConsumer.from_address(address, timeout=10)
+            first = SimpleConsumer.from_address(address, timeout=10, security=security)
             first.topic_metadata([])
             break
         except (BrokerConnectionError, ValueError) as exc:
@@ -106,7 +108,7 @@ def bootstrap_messages(bootstrap: str, topics: list[str] | None, pattern: str | 
             by_leader.setdefault((host, port), []).append((topic, p))
     try:
         for (host, port), tps in by_leader.items():
-            consumer = consumers[(host, port)] = SimpleConsumer(host, port, timeout=30)
+            consumer = consumers[(host, port)] = SimpleConsumer(host, port, timeout=30, security=security)
             for topic, p in tps:
                 if start is not None:
                     positions[(f"{host}:{port}", topic, p)] = start
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             for m in bootstrap_messages(args.bootstrap_server, [args.topic] if args.topic else None, args.whitelist,
                                         args.from_beginning, timeout_ms=args.timeout_ms, partition=args.partition,
-                                        start=start):
+                                        start=start, security=access_of_props(consumer_props).security):
                 out.write(fmt.format(m))
                 count += 1
                 if count == args.max_messages:
@@ -216,7 +218,7 @@ def _run_group(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[st
     props = {"bootstrap.servers": args.bootstrap_server, "group.id": args.group, "client.id": "console-consumer",
              "auto.offset.reset": "earliest" if args.from_beginning else "latest", **consumer_props}
     if args.topic:
-        _require_topic(args.bootstrap_server, args.topic)
+        _require_topic(args.bootstrap_server, args.topic, access_of_props(consumer_props).security)
     out = sys.stdout.buffer
     count = 0
     try:
@@ -255,10 +257,10 @@ def _run_group(args: argparse.Namespace, fmt: Formatter, consumer_props: dict[st
     return 0
 
 
-def _require_topic(bootstrap: str, topic: str) -> None:
+def _require_topic(bootstrap: str, topic: str, security: ClientSecurity) -> None:
     """A group member of a topic that does not exist would wait forever: say so and stop."""
     try:
-        consumer = SimpleConsumer.from_address(bootstrap.split(",")[0].strip(), timeout=10)
+        consumer = SimpleConsumer.from_address(bootstrap.split(",")[0].strip(), timeout=10, security=security)
     except (BrokerConnectionError, ValueError) as exc:
         raise CommandError(str(exc)) from exc
     try:

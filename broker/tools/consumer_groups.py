@@ -21,6 +21,7 @@ from broker.cluster.zk import ZkClient, ZkError
 from broker.cluster.zkdata import ConsumerGroupZNode, ConsumerOwnersZNode, ConsumerOwnerZNode
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError, group_deletes, group_views, reset_offsets
+from broker.tools.access import add_command_config, from_args
 
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID")
 BOOTSTRAP_HEADER = HEADER + ("HOST", "CLIENT-ID")
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="ZooKeeper of the groups")
     where.add_argument("--bootstrap-server", metavar="HOST:PORT", help="brokers: groups of their group coordinators")
+    add_command_config(parser)
     actions = parser.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="list the groups")
     actions.add_argument("--describe", action="store_true", help="describe a group: offsets, lag, owners")
@@ -82,15 +84,16 @@ def run(args: argparse.Namespace) -> int:
 def _run_bootstrap(args: argparse.Namespace) -> int:
     from broker.tools import coordinator_groups
 
+    access = from_args(args)
     try:
         if args.list:
-            for group in coordinator_groups.list_groups(args.bootstrap_server):
+            for group in coordinator_groups.list_groups(access):
                 print(group)
             return 0
         if args.reset_offsets:
             return reset_offsets.reset_bootstrap(args)
-        view = coordinator_groups.describe_group(args.bootstrap_server, args.group)
-        coordinator = group_views.find_coordinator(args.bootstrap_server, args.group) if args.state else None
+        view = coordinator_groups.describe_group(access, args.group)
+        coordinator = access.coordinator(args.group) if args.state else None
     except (OSError, BrokerConnectionError, KafkaError) as exc:
         raise CommandError(str(exc)) from exc
     if view.state == "Dead" and not view.rows:
@@ -113,7 +116,7 @@ def _each_group(args: argparse.Namespace) -> int:
     from broker.tools import coordinator_groups
 
     try:
-        groups = coordinator_groups.list_groups(args.bootstrap_server)
+        groups = coordinator_groups.list_groups(from_args(args))
     except (OSError, BrokerConnectionError, KafkaError) as exc:
         raise CommandError(str(exc)) from exc
     for i, group in enumerate(groups):

@@ -20,6 +20,7 @@ from broker.cluster.zk import ZkError
 from broker.config import ConfigError, load_with_overrides
 from broker.protocol.errors import KafkaError
 from broker.tools import CommandError
+from broker.tools.access import access_of_props
 from broker.tools.console_consumer import bootstrap_messages
 
 HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
@@ -120,7 +121,8 @@ def _run_bootstrap(args: argparse.Namespace) -> tuple:
     fetch_size = int(args.consumer_props.get("max.partition.fetch.bytes", args.fetch_size))
     try:
         for m in bootstrap_messages(args.bootstrap_server, [args.topic], None, not args.from_latest,
-                                    fetch_size=fetch_size, timeout_ms=args.timeout):
+                                    fetch_size=fetch_size, timeout_ms=args.timeout,
+                                    security=access_of_props(args.consumer_props).security):
             nmsg += 1
             nbytes += len(m.value or b"") + len(m.key or b"")
             if progress is not None:

@@ -8,14 +8,14 @@ partition) and the log end offsets come from each partition's leader (ListOffset
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
+from broker.tools.access import ClusterAccess, cluster_access
 
 LATEST = -1
+CLIENT_ID = "logbus-consumer-groups"
 
 
 @dataclass
@@ -55,61 +55,22 @@ def decode_assignment(data: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def _connect(address: str) -> BrokerConnection:
-    return BrokerConnection.from_address(address, client_id="logbus-consumer-groups", timeout=10.0)
-
-
-def _cluster(bootstrap: str) -> tuple[dict[int, str], dict[tuple[str, int], int]]:
-    """Live brokers {id: "host:port"} and partition leaders, from the first bootstrap server that answers."""
-    errors = []
-    for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
-        try:
-            with _connect(address) as conn:
-                meta = conn.request(ApiKey.METADATA, 1, {"topics": None})
-        except OSError as exc:
-            errors.append(f"{address}: {exc}")
-            continue
-        brokers = {b["node_id"]: f"{b['host']}:{b['port']}" for b in meta["brokers"]}
-        leaders = {(t["name"], p["partition_index"]): p["leader_id"] for t in meta["topics"] for p in t["partitions"]}
-        return brokers, leaders
-    raise ConnectionError("no bootstrap server answered: " + "; ".join(errors))
-
-
-def list_groups(bootstrap: str) -> list[str]:
-    brokers, _ = _cluster(bootstrap)
+def list_groups(cluster: ClusterAccess | str) -> list[str]:
+    """Every group any broker coordinates, sorted."""
+    access = cluster_access(cluster)
+    brokers, _ = access.metadata()
     groups: set[str] = set()
     for address in brokers.values():
-        with _connect(address) as conn:
+        with access.connect(address, CLIENT_ID) as conn:
             groups.update(g["group_id"] for g in conn.request(ApiKey.LIST_GROUPS, 2, {})["groups"])
     return sorted(groups)
 
 
-def _coordinator(bootstrap: str, brokers: dict[int, str], group: str) -> str:
-    with _connect(next(iter(brokers.values()))) as conn:
-        found = conn.request(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
-    if found["error_code"] != ErrorCode.NONE:
-        raise ConnectionError(f"no coordinator for group '{group}': {ErrorCode(found['error_code']).name}")
-    return f"{found['host']}:{found['port']}"
-
-
-def list_offsets_requests(leaders: dict[tuple[str, int], int], partitions: Iterable[tuple[str, int]],
-                          timestamp: int = LATEST) -> dict[int, dict]:
-    """One ListOffsets request body per leader broker covering all of its ``partitions`` (never one per partition)."""
-    by_leader: dict[int, dict[str, list[dict]]] = {}
-    for topic, p in sorted(partitions):
-        leader = leaders.get((topic, p), -1)
-        if leader >= 0:
-            entry = {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
-            by_leader.setdefault(leader, {}).setdefault(topic, []).append(entry)
-    return {leader: {"replica_id": -1, "isolation_level": 0,
-                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-            for leader, topics in by_leader.items()}
-
-
-def offsets_of(answer: dict) -> dict[tuple[str, int], int]:
-    """The offsets a ListOffsets answer gives, partitions with an error left out."""
-    return {(t["name"], p["partition_index"]): p["offset"]
-            for t in answer["topics"] for p in t["partitions"] if p["error_code"] == ErrorCode.NONE}
+def log_ends(access: ClusterAccess, brokers: dict[int, str], leaders: dict[tuple[str, int], int],
+             partitions: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Each partition's log end offset (those whose leader answered)."""
+    found = access.list_offsets(brokers, leaders, dict.fromkeys(partitions, LATEST))
+    return {tp: offset for tp, (code, offset) in found.items() if code == ErrorCode.NONE}
 
 
 def committed_of(answer: dict) -> dict[tuple[str, int], int]:
@@ -124,18 +85,11 @@ def members_of(described: dict) -> list[Member]:
             for m in described["members"]]
 
 
-def _log_ends(brokers: dict[int, str], leaders: dict[tuple[str, int], int], partitions: set[tuple[str, int]]) -> dict:
-    ends: dict[tuple[str, int], int] = {}
-    for leader, body in list_offsets_requests({tp: leaders.get(tp, -1) for tp in partitions if leaders.get(tp, -1) in brokers},
-                                              partitions).items():
-        with _connect(brokers[leader]) as conn:
-            ends.update(offsets_of(conn.request(ApiKey.LIST_OFFSETS, 2, body)))
-    return ends
-
-
-def describe_group(bootstrap: str, group: str) -> GroupView:
-    brokers, leaders = _cluster(bootstrap)
-    with _connect(_coordinator(bootstrap, brokers, group)) as conn:
+def describe_group(cluster: ClusterAccess | str, group: str) -> GroupView:
+    """The group as its coordinator describes it, with its committed offsets and their lag."""
+    access = cluster_access(cluster)
+    brokers, leaders = access.metadata()
+    with access.connect(access.coordinator(group, brokers)[1], CLIENT_ID) as conn:
         described = conn.request(ApiKey.DESCRIBE_GROUPS, 4, {"groups": [group], "include_authorized_operations": False})
         committed = conn.request(ApiKey.OFFSET_FETCH, 5, {"group_id": group, "topics": None})
     g = described["groups"][0]
@@ -145,7 +99,7 @@ def describe_group(bootstrap: str, group: str) -> GroupView:
     offsets = committed_of(committed)
     owner = {tp: m for m in members for tp in m.partitions}
     partitions = set(offsets) | set(owner)
-    ends = _log_ends(brokers, leaders, partitions)
+    ends = log_ends(access, brokers, leaders, partitions)
     rows = []
     for tp in sorted(partitions):
         current, end, m = offsets.get(tp), ends.get(tp), owner.get(tp)

@@ -8,10 +8,11 @@ import argparse
 import json
 from typing import Any
 
-from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.connection import BrokerConnectionError
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError
+from broker.tools.access import ClusterAccess, add_command_config, cluster_access, from_args
 
 DELETE_RECORDS_VERSION = 1
 TIMEOUT_MS = 30000
@@ -19,6 +20,7 @@ TIMEOUT_MS = 30000
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="brokers of the cluster")
+    add_command_config(parser)
     parser.add_argument("--offset-json-file", required=True, metavar="FILE", help="partitions and the offset to delete up to")
 
 
@@ -40,11 +42,10 @@ def read_offsets(path: str) -> dict[tuple[str, int], int]:
     return offsets
 
 
-def delete_records(bootstrap: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int]]:
+def delete_records(cluster: ClusterAccess | str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int]]:
     """Ask each partition's leader; {(topic, partition): (error code, low watermark)}."""
-    from broker.tools.coordinator_groups import _cluster
-
-    brokers, leaders = _cluster(bootstrap)
+    access = cluster_access(cluster)
+    brokers, leaders = access.metadata()
     results: dict[tuple[str, int], tuple[int, int]] = {}
     by_leader: dict[int, dict[str, list[dict[str, Any]]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
@@ -57,7 +58,7 @@ def delete_records(bootstrap: str, offsets: dict[tuple[str, int], int]) -> dict[
             by_leader.setdefault(leader, {}).setdefault(topic, []).append({"partition_index": partition, "offset": offset})
     for leader, topics in by_leader.items():
         body = {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()], "timeout_ms": TIMEOUT_MS}
-        with BrokerConnection.from_address(brokers[leader], client_id="logbus-delete-records", timeout=30.0) as conn:
+        with access.connect(brokers[leader], "logbus-delete-records", timeout=30.0) as conn:
             answer = conn.request(ApiKey.DELETE_RECORDS, DELETE_RECORDS_VERSION, body)
         for t in answer["topics"]:
             for p in t["partitions"]:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     offsets = read_offsets(args.offset_json_file)
     print("Executing records delete operation")
     try:
-        results = delete_records(args.bootstrap_server, offsets)
+        results = delete_records(from_args(args), offsets)
     except (OSError, BrokerConnectionError) as exc:
         raise CommandError(str(exc)) from exc
     print("Records delete operation completed:")

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.connection import BrokerConnectionError
 from broker.cluster.offset_store import ZkOffsetStore
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError, zookeeper_session
+from broker.tools.access import from_args
 from broker.tools.reset_offsets import parse_topic_scope
 
 
@@ -71,14 +72,13 @@ def _zk_delete(store: ZkOffsetStore, group: str) -> int:
 
 
 def _over_bootstrap(args: argparse.Namespace, groups: list[str]) -> int:
-    from broker.tools.coordinator_groups import _cluster, _coordinator
-
+    access = from_args(args)
     try:
-        brokers, leaders = _cluster(args.bootstrap_server)
+        brokers, leaders = access.metadata()
         if args.delete:
             codes = {}
             for group in groups:
-                with BrokerConnection.from_address(_coordinator(args.bootstrap_server, brokers, group), timeout=10.0) as conn:
+                with access.connect(access.coordinator(group, brokers)[1]) as conn:
                     answer = conn.request(ApiKey.DELETE_GROUPS, 1, {"groups_names": [group]})
                 codes[group] = answer["results"][0]["error_code"]
             return _report_groups(codes)
@@ -88,7 +88,7 @@ def _over_bootstrap(args: argparse.Namespace, groups: list[str]) -> int:
             "group_id": groups[0],
             "topics": [{"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in chosen.items()],
         }
-        with BrokerConnection.from_address(_coordinator(args.bootstrap_server, brokers, groups[0]), timeout=10.0) as conn:
+        with access.connect(access.coordinator(groups[0], brokers)[1]) as conn:
             answer = conn.request(ApiKey.OFFSET_DELETE, 0, body)
     except (OSError, BrokerConnectionError) as exc:
         raise CommandError(str(exc)) from exc

@@ -29,17 +29,3 @@ def member_rows(view: GroupView) -> list[tuple]:
     """--members: one row per member with its number of assigned partitions."""
     return [(view.group, m.member_id, m.host or "-", m.client_id, len(m.partitions))
             for m in sorted(view.members, key=lambda m: m.member_id)]
-
-
-def find_coordinator(bootstrap: str, group: str) -> tuple[int, str]:
-    """The group coordinator's broker id and ``host:port`` (FindCoordinator)."""
-    from broker.protocol.errors import ErrorCode
-    from broker.protocol.messages import ApiKey
-    from broker.tools.coordinator_groups import _cluster, _connect
-
-    brokers, _ = _cluster(bootstrap)
-    with _connect(next(iter(brokers.values()))) as conn:
-        found = conn.request(ApiKey.FIND_COORDINATOR, 2, {"key": group, "key_type": 0})
-    if found["error_code"] != ErrorCode.NONE:
-        raise ConnectionError(f"no coordinator for group '{group}': {ErrorCode(found['error_code']).name}")
-    return found["node_id"], f"{found['host']}:{found['port']}"

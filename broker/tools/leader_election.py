@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.connection import BrokerConnectionError
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError
+from broker.tools.access import ClusterAccess, add_command_config, from_args
 
 ELECT_LEADERS_VERSION = 1
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
@@ -18,6 +19,7 @@ ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="brokers of the cluster")
+    add_command_config(parser, "--admin.config")
     parser.add_argument("--election-type", required=True, choices=sorted(ELECTION_TYPES), help="preferred or unclean")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--topic", help="the topic of the partition to elect a leader for")
@@ -25,11 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partition", type=int, help="the partition (with --topic)")
 
 
-def _controller(bootstrap: str) -> str:
+def _controller(access: ClusterAccess) -> str:
     errors = []
-    for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
+    for address in access.addresses:
         try:
-            with BrokerConnection.from_address(address, client_id="logbus-leader-election", timeout=10.0) as conn:
+            with access.connect(address, "logbus-leader-election") as conn:
                 meta = conn.request(ApiKey.METADATA, 1, {"topics": []})
         except (OSError, BrokerConnectionError, ValueError) as exc:
             errors.append(f"{address}: {exc}")
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         "timeout_ms": 30000,
     }
     try:
-        with BrokerConnection.from_address(_controller(args.bootstrap_server), timeout=40.0) as conn:
+        access = from_args(args)
+        with access.connect(_controller(access), "logbus-leader-election", timeout=40.0) as conn:
             answer = conn.request(ApiKey.ELECT_LEADERS, ELECT_LEADERS_VERSION, body)
     except (OSError, BrokerConnectionError) as exc:
         raise CommandError(str(exc)) from exc

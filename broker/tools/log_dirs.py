@@ -8,10 +8,11 @@ import argparse
 import json
 from typing import Any
 
-from broker.client.connection import BrokerConnection, BrokerConnectionError
+from broker.client.connection import BrokerConnectionError
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError
+from broker.tools.access import ClusterAccess, add_command_config, cluster_access, from_args
 
 DESCRIBE_LOG_DIRS_VERSION = 1
 
@@ -19,6 +20,7 @@ DESCRIBE_LOG_DIRS_VERSION = 1
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--describe", action="store_true", required=True, help="describe the log directories")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="brokers of the cluster")
+    add_command_config(parser)
     parser.add_argument("--broker-list", metavar="ID,ID", help="brokers to ask (default: every live broker)")
     parser.add_argument("--topic-list", metavar="TOPIC,TOPIC", help="topics to show (default: all)")
 
@@ -32,11 +34,10 @@ def _ids(text: str | None) -> list[int] | None:
         raise CommandError(f"--broker-list {text}: broker ids are comma-separated numbers") from None
 
 
-def describe(bootstrap: str, broker_ids: list[int] | None, topics: list[str] | None) -> dict[str, Any]:
+def describe(cluster: ClusterAccess | str, broker_ids: list[int] | None, topics: list[str] | None) -> dict[str, Any]:
     """Kafka's JSON document of kafka-log-dirs --describe."""
-    from broker.tools.coordinator_groups import _cluster
-
-    brokers, leaders = _cluster(bootstrap)
+    access = cluster_access(cluster)
+    brokers, leaders = access.metadata()
     missing = sorted(set(broker_ids or []) - set(brokers))
     if missing:
         raise CommandError(f"brokers {missing} are not live")
@@ -45,7 +46,7 @@ def describe(bootstrap: str, broker_ids: list[int] | None, topics: list[str] | N
         request = [{"topic": t, "partitions": sorted(p for (n, p) in leaders if n == t)} for t in topics]
     described = []
     for broker_id in broker_ids or sorted(brokers):
-        with BrokerConnection.from_address(brokers[broker_id], client_id="logbus-log-dirs", timeout=30.0) as conn:
+        with access.connect(brokers[broker_id], "logbus-log-dirs", timeout=30.0) as conn:
             answer = conn.request(ApiKey.DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, {"topics": request})
         described.append({"broker": broker_id, "logDirs": [
             {
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     ids = _ids(args.broker_list)
     print("Querying brokers for log directories information")
     try:
-        doc = describe(args.bootstrap_server, ids, topics)
+        doc = describe(from_args(args), ids, topics)
     except (OSError, BrokerConnectionError) as exc:
         raise CommandError(str(exc)) from exc
     print("Received log directory information from brokers " + ",".join(str(b["broker"]) for b in doc["brokers"]))

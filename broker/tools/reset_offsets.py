@@ -20,6 +20,7 @@ from datetime import datetime
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError
+from broker.tools.access import ClusterAccess, from_args
 
 TopicPartition = tuple[str, int]
 EARLIEST, LATEST = -2, -1
@@ -182,15 +183,14 @@ def format_plan(group: str, plan: Mapping[TopicPartition, int]) -> list[str]:
 
 def reset_bootstrap(args: argparse.Namespace) -> int:
     """``consumer-groups --bootstrap-server ... --reset-offsets``: plan, print, commit with --execute."""
-    from broker.tools import coordinator_groups as cg
-
     scenario = scenario_of(args)
     if not (args.all_topics or args.topic):
         raise CommandError("One of the reset scopes should be defined: --all-topics, --topic.")
     if not (args.dry_run or args.execute):
         print(NO_EXECUTE_WARNING, file=sys.stderr)
-    brokers, leaders = cg._cluster(args.bootstrap_server)
-    with cg._connect(cg._coordinator(args.bootstrap_server, brokers, args.group)) as conn:
+    access = from_args(args)
+    brokers, leaders = access.metadata()
+    with access.connect(access.coordinator(args.group, brokers)[1]) as conn:
         described = conn.request(ApiKey.DESCRIBE_GROUPS, 4, {"groups": [args.group], "include_authorized_operations": False})
         committed = conn.request(ApiKey.OFFSET_FETCH, 5, {"group_id": args.group, "topics": None})
     state = described["groups"][0]["group_state"]
@@ -200,10 +200,10 @@ def reset_bootstrap(args: argparse.Namespace) -> int:
     current = {(t["name"], p["partition_index"]): p["committed_offset"]
                for t in committed["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
     partitions = _scope(args, leaders, current)
-    facts = _facts(brokers, leaders, partitions, current, scenario)
+    facts = _facts(access, brokers, leaders, partitions, current, scenario)
     plan = plan_reset(scenario, facts)
     if args.execute:
-        _commit(brokers, args.bootstrap_server, args.group, plan)
+        commit_offsets(access, brokers, args.group, plan)
     for line in format_plan(args.group, plan):
         print(line)
     return 0
@@ -227,50 +227,38 @@ def _scope(args: argparse.Namespace, leaders: Mapping[TopicPartition, int],
     return out
 
 
-def _facts(brokers: dict[int, str], leaders: Mapping[TopicPartition, int], partitions: list[TopicPartition],
-           current: Mapping[TopicPartition, int], scenario: Scenario) -> dict[TopicPartition, PartitionOffsets]:
+def _facts(access: ClusterAccess, brokers: dict[int, str], leaders: Mapping[TopicPartition, int],
+           partitions: list[TopicPartition], current: Mapping[TopicPartition, int],
+           scenario: Scenario) -> dict[TopicPartition, PartitionOffsets]:
     unavailable = [tp for tp in partitions if leaders.get(tp, -1) not in brokers]
     if unavailable:
         raise CommandError("no leader for " + ", ".join(f"{t}-{p}" for t, p in unavailable))
-    earliest = list_offsets(brokers, leaders, dict.fromkeys(partitions, EARLIEST))
-    latest = list_offsets(brokers, leaders, dict.fromkeys(partitions, LATEST))
+    earliest = list_offsets(access, brokers, leaders, dict.fromkeys(partitions, EARLIEST))
+    latest = list_offsets(access, brokers, leaders, dict.fromkeys(partitions, LATEST))
     at_time: dict[TopicPartition, int] = {}
     if scenario.name in ("to-datetime", "by-duration"):
-        at_time = list_offsets(brokers, leaders, dict.fromkeys(partitions, scenario.value))
+        at_time = list_offsets(access, brokers, leaders, dict.fromkeys(partitions, scenario.value))
     return {tp: PartitionOffsets(current.get(tp), earliest[tp], latest[tp], at_time.get(tp)) for tp in partitions}
 
 
-def list_offsets(brokers: dict[int, str], leaders: Mapping[TopicPartition, int],
+def list_offsets(access: ClusterAccess, brokers: dict[int, str], leaders: Mapping[TopicPartition, int],
                  timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-    """ListOffsets, one request per leader: the offset for each partition's timestamp (-1: none)."""
-    from broker.tools.coordinator_groups import _connect
-
-    by_leader: dict[int, dict[str, list[dict]]] = {}
-    for (topic, p), ts in timestamps.items():
-        by_leader.setdefault(leaders[(topic, p)], {}).setdefault(topic, []).append(
-            {"partition_index": p, "current_leader_epoch": -1, "timestamp": ts})
-    found: dict[TopicPartition, int] = {}
-    for leader, topics in by_leader.items():
-        body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-        with _connect(brokers[leader]) as conn:
-            answer = conn.request(ApiKey.LIST_OFFSETS, 2, body)
-        for t in answer["topics"]:
-            for p in t["partitions"]:
-                if p["error_code"] != ErrorCode.NONE:
-                    raise CommandError(f"ListOffsets {t['name']}-{p['partition_index']}: {ErrorCode(p['error_code']).name}")
-                found[(t["name"], p["partition_index"])] = p["offset"]
-    return found
+    """The offset for each partition's timestamp (-1: none); any partition's error is a CommandError."""
+    found = access.list_offsets(brokers, leaders, timestamps)
+    for (topic, p), (code, _) in sorted(found.items()):
+        if code != ErrorCode.NONE:
+            raise CommandError(f"ListOffsets {topic}-{p}: {ErrorCode(code).name}")
+    return {tp: offset for tp, (_, offset) in found.items()}
 
 
-def _commit(brokers: dict[int, str], bootstrap: str, group: str, plan: Mapping[TopicPartition, int]) -> None:
-    from broker.tools.coordinator_groups import _connect, _coordinator
-
+def commit_offsets(access: ClusterAccess, brokers: dict[int, str], group: str, plan: Mapping[TopicPartition, int]) -> None:
+    """Commit ``plan`` for an inactive ``group`` at its coordinator (generation -1)."""
     topics: dict[str, list[dict]] = {}
     for (topic, p), offset in sorted(plan.items()):
         topics.setdefault(topic, []).append({"partition_index": p, "committed_offset": offset, "committed_metadata": ""})
     body = {"group_id": group, "generation_id": -1, "member_id": "", "retention_time_ms": -1,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
-    with _connect(_coordinator(bootstrap, brokers, group)) as conn:
+    with access.connect(access.coordinator(group, brokers)[1]) as conn:
         answer = conn.request(ApiKey.OFFSET_COMMIT, 2, body)
     codes = {p["error_code"] for t in answer["topics"] for p in t["partitions"]} - {ErrorCode.NONE}
     errors = {ErrorCode(c).name for c in codes}

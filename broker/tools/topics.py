@@ -12,15 +12,15 @@ from broker.client.admin import AdminClient, TopicDescription
 from broker.client.connection import BrokerConnectionError
 from broker.config import ConfigError, parse_overrides
 from broker.protocol.errors import ErrorCode, KafkaError
-from broker.tools import CommandError, client_config, topic_filters
+from broker.tools import CommandError, topic_filters
+from broker.tools.access import add_command_config, from_args
 
 ACTIONS = ("create", "list", "describe", "delete", "alter")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="a broker to talk to")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="a client .properties file (bootstrap.servers, request.timeout.ms)")
+    add_command_config(parser)
     actions = parser.add_mutually_exclusive_group(required=True)
     for action in ACTIONS:
         actions.add_argument(f"--{action}", action="store_true", help=f"{action} topics")
@@ -41,11 +41,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--{action} needs --topic")
     if action == "alter" and args.partitions <= 0:
         raise CommandError("--alter needs --partitions N (the new, larger partition count)")
-    config = client_config(args.command_config, [], args.bootstrap_server,
-                           "--bootstrap-server (or bootstrap.servers in --command-config) is required")
-    timeout = float(config.get("request.timeout.ms", "30000")) / 1000
+    access = from_args(args, timeout=30.0)
     try:
-        with AdminClient(config["bootstrap.servers"], timeout=timeout) as admin:
+        with AdminClient(access.bootstrap, timeout=access.timeout, security=access.security) as admin:
             return COMMANDS[action](admin, args)
     except BrokerConnectionError as exc:
         raise CommandError(str(exc)) from exc

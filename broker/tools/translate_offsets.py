@@ -23,6 +23,7 @@ from broker.config import load_properties
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError, reset_offsets
+from broker.tools.access import ClusterAccess, access_of_props, cluster_access, from_args
 
 TopicPartition = tuple[str, int]
 HEADER = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", "SOURCE-TOPIC", "SOURCE-PARTITION", "SOURCE-OFFSET", "FOUND")
@@ -54,7 +55,7 @@ def read_source_props(props: Mapping[str, str], group: str, prefix: str, timeout
     """The source side from a source's settings (``zookeeper.connect`` wins, as in the mirror)."""
     if props.get("zookeeper.connect"):
         return _read_zookeeper(props["zookeeper.connect"], group, prefix, timeout)
-    return _read_bootstrap(props.get("bootstrap.servers") or props.get("metadata.broker.list") or "", group, prefix)
+    return _read_bootstrap(access_of_props(props), group, prefix)
 
 
 def source_groups(props: Mapping[str, str]) -> list[str]:
@@ -67,15 +68,13 @@ def source_groups(props: Mapping[str, str]) -> list[str]:
 
         with zookeeper_session(props["zookeeper.connect"]) as zk:
             return ZkOffsetStore(zk.kazoo).groups()
-    return cg.list_groups(props.get("bootstrap.servers") or props.get("metadata.broker.list") or "")
+    return cg.list_groups(access_of_props(props))
 
 
-def target_group(bootstrap: str, group: str) -> tuple[str, dict[TopicPartition, int]]:
+def target_group(cluster: ClusterAccess | str, group: str) -> tuple[str, dict[TopicPartition, int]]:
     """The group's state and committed offsets in the aggregate cluster (its coordinator)."""
-    from broker.tools import coordinator_groups as cg
-
-    brokers, _ = cg._cluster(bootstrap)
-    with cg._connect(cg._coordinator(bootstrap, brokers, group)) as conn:
+    access = cluster_access(cluster)
+    with access.connect(access.coordinator(group, access.metadata()[0])[1]) as conn:
         described = _ask(conn, ApiKey.DESCRIBE_GROUPS, 4, {"groups": [group], "include_authorized_operations": False})
         fetched = _ask(conn, ApiKey.OFFSET_FETCH, 5, {"group_id": group, "topics": None})
     found = described["groups"][0]
@@ -86,22 +85,19 @@ def target_group(bootstrap: str, group: str) -> tuple[str, dict[TopicPartition, 
     return found["group_state"], committed
 
 
-def commit(bootstrap: str, group: str, rows: list[Row]) -> None:
+def commit(cluster: ClusterAccess | str, group: str, rows: list[Row]) -> None:
     """Commit the rows' offsets for ``group`` in the aggregate cluster (generation -1: an inactive group)."""
-    from broker.tools import coordinator_groups as cg
-
-    brokers, _ = cg._cluster(bootstrap)
-    reset_offsets._commit(brokers, bootstrap, group, {(r.topic, r.partition): r.offset for r in rows})
+    access = cluster_access(cluster)
+    reset_offsets.commit_offsets(access, access.metadata()[0], group, {(r.topic, r.partition): r.offset for r in rows})
 
 
-def _read_bootstrap(bootstrap: str, group: str, prefix: str) -> SourceGroup:
-    from broker.tools import coordinator_groups as cg
-
+def _read_bootstrap(access: ClusterAccess, group: str, prefix: str) -> SourceGroup:
+    bootstrap = access.bootstrap
     try:
-        brokers, leaders = cg._cluster(bootstrap)
-        with cg._connect(next(iter(brokers.values()))) as conn:
+        brokers, leaders = access.metadata()
+        with access.connect(next(iter(brokers.values()))) as conn:
             cluster_id = _ask(conn, ApiKey.METADATA, 8, {"topics": [], "allow_auto_topic_creation": False}).get("cluster_id")
-        with cg._connect(cg._coordinator(bootstrap, brokers, group)) as conn:
+        with access.connect(access.coordinator(group, brokers)[1]) as conn:
             fetched = _ask(conn, ApiKey.OFFSET_FETCH, 5, {"group_id": group, "topics": None})
     except (OSError, BrokerConnectionError, KafkaError) as exc:
         raise CommandError(f"source cluster {bootstrap}: {exc}") from exc
@@ -144,11 +140,13 @@ class Row:
     how: str
 
 
-def plan(source: SourceGroup, aggregate: str, group: str, topics: list[str],
+def plan(source: SourceGroup, target: ClusterAccess | str, group: str, topics: list[str],
          max_records: int, warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> list[Row]:
     """The translated offset of every target partition of the group's (chosen) topics."""
-    from broker.tools import coordinator_groups as cg
     from mirror.resume import TailScanner
+
+    access = cluster_access(target)
+    aggregate = access.bootstrap
     from mirror.translate import translate_topic
 
     if not source.committed:
@@ -159,10 +157,10 @@ def plan(source: SourceGroup, aggregate: str, group: str, topics: list[str],
         if not any(t == topic for t, _ in source.committed):
             raise CommandError(f"consumer group '{group}' has no committed offsets for topic '{topic}' in {source.where}")
     try:
-        _, leaders = cg._cluster(aggregate)
+        _, leaders = access.metadata()
     except (OSError, BrokerConnectionError, KafkaError) as exc:
         raise CommandError(f"aggregate cluster {aggregate}: {exc}") from exc
-    scanner = TailScanner(aggregate, max_records=max_records)
+    scanner = TailScanner(aggregate, max_records=max_records, security=access.security)
     rows: list[Row] = []
     try:
         for topic in chosen:
@@ -211,15 +209,16 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--translate-from needs --group")
     if not args.bootstrap_server:
         raise CommandError("--translate-from needs --bootstrap-server (the aggregate cluster)")
+    aggregate = from_args(args)
     source = read_source(args.translate_from, args.group)
-    rows = plan(source, args.bootstrap_server, args.group, args.topic, DEFAULT_SCAN_MAX_RECORDS)
+    rows = plan(source, aggregate, args.group, args.topic, DEFAULT_SCAN_MAX_RECORDS)
     if args.execute:
         try:
-            state, _ = target_group(args.bootstrap_server, args.group)
+            state, _ = target_group(aggregate, args.group)
             if state not in reset_offsets.INACTIVE_STATES:
                 raise CommandError(f"Assignments can only be reset if the group '{args.group}' is inactive, "
                                    f"but the current state is {state}.")
-            commit(args.bootstrap_server, args.group, rows)
+            commit(aggregate, args.group, rows)
         except (OSError, BrokerConnectionError, KafkaError) as exc:
             raise CommandError(f"aggregate cluster {args.bootstrap_server}: {exc}") from exc
     elif not args.dry_run:

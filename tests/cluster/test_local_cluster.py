@@ -270,3 +270,70 @@ def test_stale_state_is_not_up_and_reused_pids_are_not_ours(tmp_path: Path) -> N
     assert logbus("cluster", "status", "--dir", str(cdir)).returncode == 1
     assert cluster.down() is True  # signals nothing (the recorded pid is this test's, but not its start)
     assert not cdir.exists()
+
+
+def test_cli_up_with_security_serves_tls_scram_and_acls(tmp_path: Path) -> None:
+    """``cluster up --security``: SASL_SSL only (replication too), the admin's client properties
+    printed and private; a new user is refused until an ACL lets it in; ``down`` removes the keys."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+
+    cdir = tmp_path / "secured"
+    try:
+        up = logbus("cluster", "up", "--dir", str(cdir), "--brokers", "2", "--security")
+        assert up.returncode == 0, up.stderr
+        bootstrap = next(line.split("=", 1)[1] for line in up.stdout.splitlines() if line.startswith("bootstrap.servers="))
+        zk = next(line.split("=", 1)[1] for line in up.stdout.splitlines() if line.startswith("zookeeper.connect="))
+        properties = cdir / "security" / "client.properties"
+        assert f"admin's client properties: {properties}" in up.stdout
+        assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in (cdir / "security").iterdir())
+        admin = dict(line.split("=", 1) for line in properties.read_text().splitlines())
+        assert (admin["security.protocol"], admin["sasl.mechanism"]) == ("SASL_SSL", "SCRAM-SHA-512")
+
+        plain = logbus("topics", "--bootstrap-server", bootstrap, "--list")  # no properties: no way in
+        assert plain.returncode == 1 and "security.protocol" in plain.stderr
+        as_admin = ["--bootstrap-server", bootstrap, "--command-config", str(properties)]
+        created = logbus("topics", *as_admin, "--create", "--topic", "secret-events", "--partitions", "1",
+                         "--replication-factor", "2", "--config", "min.insync.replicas=2")
+        assert created.returncode == 0, created.stderr
+        producer = Producer({**admin, "bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 20000})
+        for i in range(10):  # acks=all with two in-sync replicas: the follower fetches over SASL_SSL
+            producer.produce("secret-events", f"v{i}".encode())
+        assert producer.flush(30) == 0
+
+        assert logbus("configs", "--zookeeper", zk, "--alter", "--entity-type", "users", "--entity-name", "carol",
+                      "--add-config", "SCRAM-SHA-512=[password=carol-secret]").returncode == 0
+        carol = {**admin, "bootstrap.servers": bootstrap, "sasl.username": "carol", "sasl.password": "carol-secret",
+                 "group.id": "carols", "auto.offset.reset": "earliest"}
+
+        def carol_reads() -> list[bytes] | KafkaError:
+            consumer = Consumer(carol)
+            consumer.subscribe(["secret-events"])
+            got: list[bytes] = []
+            try:
+                for _ in range(40):
+                    m = consumer.poll(0.5)
+                    if m is not None and m.error() is not None and m.error().code() != KafkaError._PARTITION_EOF:
+                        return m.error()
+                    if m is not None and m.error() is None:
+                        got.append(m.value())
+                    if len(got) == 10:
+                        break
+            except KafkaException as exc:
+                return exc.args[0]
+            finally:
+                consumer.close()
+            return got
+
+        refused = carol_reads()
+        assert isinstance(refused, KafkaError), refused
+        assert refused.code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED)
+        granted = logbus("acls", *as_admin, "--add", "--allow-principal", "User:carol", "--consumer",
+                         "--topic", "secret-events", "--group", "carols")
+        assert granted.returncode == 0, granted.stderr
+        assert carol_reads() == [f"v{i}".encode() for i in range(10)]
+
+        assert logbus("cluster", "down", "--dir", str(cdir)).returncode == 0
+        assert not cdir.exists()
+    finally:
+        LocalCluster(cdir).down(timeout=5)
+    assert processes_under(cdir) == []

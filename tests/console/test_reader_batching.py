@@ -8,6 +8,7 @@ from collections import Counter
 from broker.client.admin import BrokerDescription, ClusterDescription, PartitionDescription, TopicDescription
 from broker.console.reader import ClusterReader
 from broker.protocol.messages import ApiKey
+from broker.tools.access import ClusterAccess
 
 BROKERS = [BrokerDescription(i, "127.0.0.1", 9000 + i) for i in (1, 2, 3)]
 TOPICS = [TopicDescription(f"t{t}", [PartitionDescription(p, 1 + (p + t) % 3, [1, 2, 3], [1, 2, 3]) for p in range(100)])
@@ -16,7 +17,7 @@ TOPICS = [TopicDescription(f"t{t}", [PartitionDescription(p, 1 + (p + t) % 3, [1
 
 class CountingReader(ClusterReader):
     def __init__(self) -> None:
-        super().__init__("127.0.0.1:9001")
+        super().__init__(ClusterAccess("127.0.0.1:9001"))
         self.asked: Counter = Counter()
         self.addresses: Counter = Counter()
 

@@ -1,11 +1,13 @@
 """The mirror between two secured clusters with different credentials: a SASL_SSL source (alice,
 SCRAM-SHA-256, its own CA) read through bootstrap.servers, copied into a SASL_SSL aggregate (bob,
 SCRAM-SHA-512, another CA), then the same source found through its ZooKeeper. Copying, exact
-resume's tail scan, target topic creation and the lag probe all log in; a wrong aggregate
-password stops the mirror with one line."""
+resume's tail scan, target topic creation, the lag probe, group offset translation (the command)
+and sync (the mirror) all log in; a wrong aggregate password stops the mirror with one line."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +15,14 @@ from pathlib import Path
 import pytest
 
 from broker.client.admin import AdminClient
+from broker.client.group_consumer import GroupConsumer
 from broker.client.producer import Producer
 from broker.client.security import ClientSecurity
 from broker.client.simple_consumer import SimpleConsumer
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
-from broker.cluster.local import BrokerProcess
+from broker.cluster.local import BrokerProcess, write_properties
+from broker.tools.access import ClusterAccess
+from broker.tools.translate_offsets import target_group
 from tests.mirror.conftest import wait_until
 from tests.security.conftest import start_sasl_ssl_broker
 from tests.teardown import delete_znodes
@@ -60,7 +65,7 @@ def _count(props: dict, topic: str) -> int:
         return 0
 
 
-def test_mirror_between_two_secured_clusters_with_different_credentials(two_secured, mirrors) -> None:
+def test_mirror_between_two_secured_clusters_with_different_credentials(two_secured, mirrors, tmp_path) -> None:
     source, aggregate = two_secured
     topic = f"events.{uuid.uuid4().hex[:6]}"
     with AdminClient(source["bootstrap.servers"], security=ClientSecurity.from_props(source)) as admin:
@@ -76,8 +81,23 @@ def test_mirror_between_two_secured_clusters_with_different_credentials(two_secu
     assert m.stop() == 0, m.output()[-3000:]
     with AdminClient(aggregate["bootstrap.servers"], security=ClientSecurity.from_props(aggregate)) as admin:
         assert admin.topic_configs(topic).get("retention.ms") == "3600000"  # configs read over SASL_SSL too
+    # a group's offsets at the source: translated by the command, and synced by the mirror, over SASL_SSL
+    readers = f"readers-{uuid.uuid4().hex[:6]}"
+    with GroupConsumer({**bootstrap_source, "group.id": readers}) as consumer:
+        consumer.commit({(topic, 0): 3, (topic, 1): 3})
+    files = {name: write_properties(tmp_path / f"{name}.properties", props)
+             for name, props in (("src", bootstrap_source), ("agg", aggregate))}
+    translated = subprocess.run([sys.executable, "-m", "broker.cli", "consumer-groups", "--bootstrap-server",
+                                 aggregate["bootstrap.servers"], "--command-config", str(files["agg"]), "--group", readers,
+                                 "--translate-from", str(files["src"]), "--dry-run"], capture_output=True, text=True, timeout=60)
+    assert translated.returncode == 0, translated.stderr
+    assert [line.split()[3] for line in translated.stdout.splitlines()[1:]] == ["3", "3"]
     # a restart scans the secured aggregate's tail; nothing is copied twice
-    m2 = mirrors([{**bootstrap_source, "group.id": "secured-mirror", "mirror.source.name": "dc1"}], aggregate, *args)
+    m2 = mirrors([{**bootstrap_source, "group.id": "secured-mirror", "mirror.source.name": "dc1"}], aggregate, *args,
+                 "--sync.group.offsets", "--sync.group.offsets.interval.ms", "300")
+    target = ClusterAccess(aggregate["bootstrap.servers"], ClientSecurity.from_props(aggregate))
+    wait_until(lambda: target_group(target, readers)[1] == {(topic, 0): 3, (topic, 1): 3}, 20, 0.3,
+               what="the group's offsets synced into the secured aggregate")
     with Producer({**source, "acks": "all"}) as producer:
         for i in range(200, 250):
             producer.send(topic, b"v%d" % i, b"k%d" % (i % 5))

@@ -5,6 +5,7 @@ is logged once and the broker keeps serving."""
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import struct
@@ -404,3 +405,58 @@ def test_pipelined_answers_over_tls_are_all_reachable_without_blocking(secured: 
                 if ready:
                     conn.receive_response()
                     answered += 1
+
+
+def test_every_broker_tool_takes_the_client_properties_file(secured: SecuredBroker, tmp_path: Path) -> None:
+    """Each tool that talks to brokers logs in over SASL_SSL with Kafka's flag for a client
+    properties file (--command-config; --admin.config, --consumer.config where Kafka says so);
+    without it, the same command is one line and exit 1."""
+    config = tmp_path / "client.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in scram(secured).items()))
+    server, topic, group = secured.address("SASL_SSL"), f"tools-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    secure = ["--bootstrap-server", server, "--command-config", str(config)]
+
+    def ok(*args: str) -> str:
+        out = _logbus(*args)
+        assert out.returncode == 0, (args, out.stderr)
+        return out.stdout
+
+    ok("topics", *secure, "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "1")
+    assert topic in ok("topics", *secure, "--list").split()
+    with Producer({"bootstrap.servers": server, "acks": "all", **scram(secured)}) as producer:
+        for i in range(20):
+            producer.send(topic, f"v{i}".encode(), partition=i % 2)
+        producer.flush(30)
+    with GroupConsumer({"bootstrap.servers": server, "group.id": group, "auto.offset.reset": "earliest",
+                        "enable.auto.commit": "false", **scram(secured)}) as consumer:
+        consumer.subscribe([topic])
+        wait_until(lambda: len(consumer.poll(0.5)) > 0, 20, 0, what="the group's first records")
+        consumer.commit({(topic, 0): 4, (topic, 1): 6})
+
+    assert group in ok("consumer-groups", *secure, "--list").split()
+    described = [line.split() for line in ok("consumer-groups", *secure, "--describe", "--group", group).splitlines()]
+    assert {(r[2], r[3], r[4]) for r in described if r[:2] == [group, topic]} == {("0", "4", "10"), ("1", "6", "10")}
+    assert "Empty" in ok("consumer-groups", *secure, "--describe", "--group", group, "--state")
+    reset = ok("consumer-groups", *secure, "--group", group, "--reset-offsets", "--to-earliest", "--topic", topic, "--execute")
+    assert [line.split()[-1] for line in reset.splitlines()[1:]] == ["0", "0"]
+    assert "log_dir" not in ok("log-dirs", *secure, "--describe", "--topic-list", topic)  # Kafka's camelCase JSON
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 3}], "version": 1}))
+    assert "low_watermark: 3" in ok("delete-records", *secure, "--offset-json-file", str(offsets))
+    elected = _logbus("leader-election", "--bootstrap-server", server, "--admin.config", str(config),
+                      "--election-type", "preferred", "--topic", topic, "--partition", "0")
+    assert elected.returncode == 0 and "Valid replica already elected" in elected.stdout, elected.stderr
+    read = ok("console-consumer", "--bootstrap-server", server, "--consumer.config", str(config), "--topic", topic,
+              "--partition", "1", "--from-beginning", "--max-messages", "3", "--timeout-ms", "5000")
+    assert read.split() == ["v1", "v3", "v5"]
+    listed = _logbus("acls", *secure, "--list")
+    assert "SECURITY_DISABLED" in listed.stderr, listed.stderr  # logged in: the broker has no authorizer to ask
+    ok("consumer-groups", *secure, "--delete", "--group", group)
+
+    for args in (["consumer-groups", "--bootstrap-server", server, "--list"],
+                 ["topics", "--bootstrap-server", server, "--list"],
+                 ["log-dirs", "--bootstrap-server", server, "--describe"]):
+        out = _logbus(*args)  # the SASL_SSL port without the file: the broker does not speak to it
+        assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+        assert "is security.protocol set?" in out.stderr, out.stderr
+    assert_serving(secured)
