@@ -10,7 +10,8 @@ STAMP       := $(VENV)/.logbus-installed
 # Debian's ZooKeeper server and the jars our launcher puts on the classpath (broker/cluster/embedded_zk.py).
 ZK_JARS     := /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar
 # The loader's metrics tests push to a real pushgateway (tests/pipelines/test_metrics_push.py);
-# kcat is a third-party client of the security tests (tests/security/test_third_party_clients.py).
+# kcat is a third-party client of the security tests (tests/security/test_third_party_clients.py);
+# chromium and chromium-driver run the console's browser tests (tests/console/test_console_browser.py).
 PUSHGATEWAY := /usr/bin/prometheus-pushgateway
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_ENV     := DEBIAN_FRONTEND=noninteractive
@@ -18,7 +19,7 @@ APT_ENV     := DEBIAN_FRONTEND=noninteractive
 .PHONY: help setup system-deps python-deps lint test test-fast run bench clean
 
 help:
-	@echo "make setup   venv + pip install -e .[pipelines,mirror,airflow,test] + apt zookeeper/JRE/pushgateway/kcat (idempotent)"
+	@echo "make setup   venv + pip install -e .[pipelines,mirror,airflow,console,test] + apt zookeeper/JRE/pushgateway/kcat/chromium (idempotent)"
 	@echo "make run     the main job: ZooKeeper + 3 brokers, produce, Airflow DAG load + validate, rerun, summary"
 	@echo "make test    ruff + mypy, then the whole test suite (fast set and integration set)"
 	@echo "make test-fast  ruff + mypy, then the fast set only (unit and property tests, no processes)"
@@ -34,11 +35,13 @@ system-deps:
 	for jar in $(ZK_JARS); do [ -f "$$jar" ] || missing=1; done; \
 	command -v java >/dev/null 2>&1 || missing=1; \
 	command -v kcat >/dev/null 2>&1 || missing=1; \
+	command -v chromium >/dev/null 2>&1 || missing=1; \
+	command -v chromedriver >/dev/null 2>&1 || missing=1; \
 	had_pushgateway=0; [ -x $(PUSHGATEWAY) ] && had_pushgateway=1 || missing=1; \
 	if [ $$missing = 1 ]; then \
-	  echo "installing Debian's zookeeper, a headless JRE, the Prometheus pushgateway and kcat"; \
+	  echo "installing Debian's zookeeper, a headless JRE, the Prometheus pushgateway, kcat, chromium and chromium-driver"; \
 	  $(SUDO) $(APT_ENV) apt-get update -q && \
-	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless prometheus-pushgateway kcat; \
+	  $(SUDO) $(APT_ENV) apt-get install -y -q --no-install-recommends zookeeper default-jre-headless prometheus-pushgateway kcat chromium chromium-driver; \
 	  if [ $$had_pushgateway = 0 ] && command -v systemctl >/dev/null 2>&1; then \
 	    $(SUDO) systemctl disable --now prometheus-pushgateway >/dev/null 2>&1 || true; \
 	  fi; \
@@ -51,7 +54,7 @@ $(VPY):
 
 # Re-run pip only when the dependency list or the pins change.
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(VPY)
-	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,mirror,airflow,test]'
+	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,mirror,airflow,console,test]'
 	touch $@
 
 # Lint first: a style or type error fails CI before twelve minutes of tests.

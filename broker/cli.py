@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "log-dirs": ("broker.tools.log_dirs", "describe the brokers' log directories and partition sizes"),
     "producer-perf-test": ("broker.tools.producer_perf_test", "measure producer throughput and latency"),
     "consumer-perf-test": ("broker.tools.consumer_perf_test", "measure consumer throughput"),
+    "console": ("broker.tools.console", "serve a read-only web console of the cluster and its consumer lag"),
     "mirror-maker": ("broker.tools.mirror_maker", "mirror topics of source clusters into an aggregate cluster"),
     "load": ("pipelines.cli", "plan, run, rerun, list and reset warehouse loads (topics -> Parquet via Spark)"),
 }

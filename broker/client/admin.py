@@ -44,6 +44,28 @@ class TopicDescription:
         return len(self.partitions[0].replicas) if self.partitions else 0
 
 
+@dataclass
+class BrokerDescription:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class ClusterDescription:
+    """One Metadata answer: the live brokers, the controller and every topic."""
+
+    cluster_id: str | None
+    controller: int
+    brokers: list[BrokerDescription]
+    topics: list[TopicDescription]
+
+
 class AdminClient(Closeable):
     """Topic administration against the brokers named in ``bootstrap_servers``."""
 
@@ -106,20 +128,38 @@ class AdminClient(Closeable):
 
     def describe_topics(self, names: list[str] | None) -> list[TopicDescription]:
         """Partitions, leaders and replicas of ``names`` (all topics when None)."""
-        response = self._conn.request(
+        response = self._metadata(names)
+        for topic in response["topics"]:
+            _raise_for(topic["error_code"], f"topic {topic['name']}")
+        return _topics_of(response)
+
+    def describe_cluster(self) -> ClusterDescription:
+        """Brokers, controller and every topic from one Metadata request (a topic's error does not fail the rest)."""
+        response = self._metadata(None)
+        brokers = [BrokerDescription(b["node_id"], b["host"], b["port"], b.get("rack"))
+                   for b in sorted(response["brokers"], key=lambda b: b["node_id"])]
+        return ClusterDescription(response.get("cluster_id"), response.get("controller_id", -1), brokers,
+                                  _topics_of(response))
+
+    def _metadata(self, names: list[str] | None) -> dict:
+        return self._conn.request(
             ApiKey.METADATA,
             METADATA_VERSION,
             {"topics": None if names is None else [{"name": n} for n in names], "allow_auto_topic_creation": False},
         )
-        described = []
-        for topic in response["topics"]:
-            _raise_for(topic["error_code"], f"topic {topic['name']}")
-            partitions = [
-                PartitionDescription(p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["error_code"])
-                for p in sorted(topic["partitions"], key=lambda p: p["partition_index"])
-            ]
-            described.append(TopicDescription(topic["name"], partitions))
-        return described
+
+    def topics_configs(self, names: Sequence[str], only_overrides: bool = True) -> dict[str, dict[str, str]]:
+        """Every named topic's configs from one DescribeConfigs request; a topic that fails is left out."""
+        if not names:
+            return {}
+        response = self._conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            DESCRIBE_CONFIGS_VERSION,
+            {"resources": [{"resource_type": TOPIC_RESOURCE, "resource_name": n, "configuration_keys": None}
+                           for n in names]},
+        )
+        return {r["resource_name"]: _configs_of(r, only_overrides)
+                for r in response["results"] if r["error_code"] == ErrorCode.NONE}
 
     def topic_configs(self, name: str, only_overrides: bool = True) -> dict[str, str]:
         response = self._conn.request(
@@ -129,11 +169,7 @@ class AdminClient(Closeable):
         )
         result = response["results"][0]
         _raise_for(result["error_code"], result.get("error_message"))
-        return {
-            c["name"]: c["value"]
-            for c in result["configs"]
-            if not only_overrides or not c.get("is_default", c.get("config_source") == 5)
-        }
+        return _configs_of(result, only_overrides)
 
     def alter_topic_configs(self, name: str, to_set: dict[str, str], to_delete: Sequence[str] = ()) -> None:
         """Set and delete per-topic config overrides (IncrementalAlterConfigs); others are kept."""
@@ -150,6 +186,25 @@ class AdminClient(Closeable):
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _topics_of(response: dict) -> list[TopicDescription]:
+    return [
+        TopicDescription(topic["name"], [
+            PartitionDescription(p["partition_index"], p["leader_id"], p["replica_nodes"], p["isr_nodes"], p["error_code"])
+            for p in sorted(topic["partitions"], key=lambda p: p["partition_index"])
+        ])
+        for topic in response["topics"]
+    ]
+
+
+def _configs_of(result: dict, only_overrides: bool) -> dict[str, str]:
+    """One DescribeConfigs resource's configs; with ``only_overrides`` those not at their default."""
+    return {
+        c["name"]: c["value"]
+        for c in result["configs"]
+        if not only_overrides or not c.get("is_default", c.get("config_source") == 5)
+    }
 
 
 def _raise_for(code: int, message: str | None) -> None:

@@ -69,24 +69,37 @@ class ClusterAccess:
                      timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
         """ListOffsets, one request per leader for all of its partitions: {tp: (error code, offset)};
         a partition without a live leader is LEADER_NOT_AVAILABLE, asked of nobody."""
-        found: dict[TopicPartition, tuple[int, int]] = {}
-        by_leader: dict[int, dict[str, list[dict]]] = {}
-        for (topic, p), ts in timestamps.items():
-            if leaders.get((topic, p), -1) not in brokers:
-                found[(topic, p)] = (ErrorCode.LEADER_NOT_AVAILABLE, -1)
-                continue
-            by_leader.setdefault(leaders[(topic, p)], {}).setdefault(topic, []).append(
-                {"partition_index": p, "current_leader_epoch": -1, "timestamp": ts})
-        for leader, topics in by_leader.items():
-            body = {"replica_id": -1, "isolation_level": 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        bodies, found = list_offsets_requests(brokers, leaders, timestamps)
+        for leader, body in bodies.items():
             with self.connect(brokers[leader]) as conn:
                 answer = conn.request(ApiKey.LIST_OFFSETS, 2, body)
             assert answer is not None
-            for t in answer["topics"]:
-                for p in t["partitions"]:
-                    found[(t["name"], p["partition_index"])] = (p["error_code"], p["offset"])
+            found.update(offsets_of(answer))
         return found
+
+
+def list_offsets_requests(brokers: Mapping[int, str], leaders: Mapping[TopicPartition, int],
+                          timestamps: Mapping[TopicPartition, int]
+                          ) -> tuple[dict[int, dict], dict[TopicPartition, tuple[int, int]]]:
+    """ListOffsets v2 bodies, one per leader for all of its partitions, and LEADER_NOT_AVAILABLE for
+    the partitions without a live leader (asked of nobody); for callers that keep their own connections."""
+    unavailable: dict[TopicPartition, tuple[int, int]] = {}
+    by_leader: dict[int, dict[str, list[dict]]] = {}
+    for (topic, p), ts in timestamps.items():
+        if leaders.get((topic, p), -1) not in brokers:
+            unavailable[(topic, p)] = (ErrorCode.LEADER_NOT_AVAILABLE, -1)
+            continue
+        by_leader.setdefault(leaders[(topic, p)], {}).setdefault(topic, []).append(
+            {"partition_index": p, "current_leader_epoch": -1, "timestamp": ts})
+    bodies = {leader: {"replica_id": -1, "isolation_level": 0, "topics": [{"name": t, "partitions": ps}
+                                                                          for t, ps in topics.items()]}
+              for leader, topics in by_leader.items()}
+    return bodies, unavailable
+
+
+def offsets_of(answer: dict) -> dict[TopicPartition, tuple[int, int]]:
+    """A ListOffsets answer as {tp: (error code, offset)}."""
+    return {(t["name"], p["partition_index"]): (p["error_code"], p["offset"]) for t in answer["topics"] for p in t["partitions"]}
 
 
 def cluster_access(cluster: ClusterAccess | str) -> ClusterAccess:

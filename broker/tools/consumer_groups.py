@@ -147,7 +147,7 @@ def describe(zk: ZkClient, group: str) -> list[tuple]:
             for partition in sorted(assignment):
                 known = committed.get((topic, partition))
                 current = known.offset if known is not None else None
-                owner = _owner(zk, group, topic, partition)
+                owner = owner_of(zk, group, topic, partition)
                 end = _log_end(zk, brokers, consumers, topic, partition)
                 lag = end - current if end is not None and current is not None else None
                 rows.append((group, topic, partition, current if current is not None else "-",
@@ -158,7 +158,7 @@ def describe(zk: ZkClient, group: str) -> list[tuple]:
     return rows
 
 
-def _owner(zk: ZkClient, group: str, topic: str, partition: int) -> str:
+def owner_of(zk: ZkClient, group: str, topic: str, partition: int) -> str:
     """The consumer thread owning the partition, or "-"."""
     found = zk.read(ConsumerOwnerZNode.path(group, topic, partition))
     return (ConsumerOwnerZNode.decode(found[0]) if found is not None else "") or "-"

@@ -73,6 +73,18 @@ def log_ends(access: ClusterAccess, brokers: dict[int, str], leaders: dict[tuple
     return {tp: offset for tp, (code, offset) in found.items() if code == ErrorCode.NONE}
 
 
+def committed_of(answer: dict) -> dict[tuple[str, int], int]:
+    """The committed offsets an OffsetFetch answer gives (partitions without one left out)."""
+    return {(t["name"], p["partition_index"]): p["committed_offset"]
+            for t in answer["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
+
+
+def members_of(described: dict) -> list[Member]:
+    """The members of one group of a DescribeGroups answer, with their assigned partitions."""
+    return [Member(m["member_id"], m["client_id"], m["client_host"], decode_assignment(bytes(m["member_assignment"])))
+            for m in described["members"]]
+
+
 def describe_group(cluster: ClusterAccess | str, group: str) -> GroupView:
     """The group as its coordinator describes it, with its committed offsets and their lag."""
     access = cluster_access(cluster)
@@ -83,16 +95,8 @@ def describe_group(cluster: ClusterAccess | str, group: str) -> GroupView:
     g = described["groups"][0]
     if g["error_code"] != ErrorCode.NONE:
         raise ConnectionError(f"describing group '{group}': {ErrorCode(g['error_code']).name}")
-    members = [
-        Member(m["member_id"], m["client_id"], m["client_host"], decode_assignment(bytes(m["member_assignment"])))
-        for m in g["members"]
-    ]
-    offsets = {
-        (t["name"], p["partition_index"]): p["committed_offset"]
-        for t in committed["topics"]
-        for p in t["partitions"]
-        if p["committed_offset"] >= 0
-    }
+    members = members_of(g)
+    offsets = committed_of(committed)
     owner = {tp: m for m in members for tp in m.partitions}
     partitions = set(offsets) | set(owner)
     ends = log_ends(access, brokers, leaders, partitions)

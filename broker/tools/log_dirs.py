@@ -63,6 +63,13 @@ def describe(cluster: ClusterAccess | str, broker_ids: list[int] | None, topics:
     return {"version": 1, "brokers": described}
 
 
+def sizes_of(answer: dict) -> dict[tuple[str, int], int]:
+    """Bytes of each partition a DescribeLogDirs answer names (the current replica, not a future one)."""
+    return {(t["name"], p["partition_index"]): p["partition_size"]
+            for r in answer["results"] if r["error_code"] == ErrorCode.NONE
+            for t in r["topics"] for p in t["partitions"] if not p["is_future_key"]}
+
+
 def run(args: argparse.Namespace) -> int:
     topics = [t for t in args.topic_list.split(",") if t] if args.topic_list else None
     ids = _ids(args.broker_list)

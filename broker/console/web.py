@@ -1,0 +1,156 @@
+"""The console's HTTP side (twisted.web): paths to pages, Jinja2 templates packaged with the code,
+the stylesheet served locally, ``/metrics``. Thin: the numbers come from ``views`` and ``lag_metrics``.
+
+Pages built from the collector's last sample render on the reactor thread; the two that ask the
+cluster something more (a topic's log start offsets and overrides, a group's ZooKeeper consumers)
+render on the thread pool. Every answer says ``Content-Security-Policy: default-src 'self'``, so a
+browser loads nothing from anywhere else.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+from urllib.parse import quote, unquote
+
+import jinja2
+from twisted.internet import defer, threads
+from twisted.web import resource, server
+
+from broker.console import views
+from broker.console.collector import Collector
+from broker.console.lag_history import LagView
+from broker.console.reader import ClusterReader, ClusterSample
+from broker.console.zk_consumers import ZkConsumers
+from broker.metrics_text import CONTENT_TYPE as METRICS_TYPE
+
+HTML = "text/html; charset=utf-8"
+STATIC_TYPES = {".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; frame-ancestors 'none'"
+
+Answer = tuple[int, str, bytes]
+
+
+def environment() -> jinja2.Environment:
+    """The templates of ``broker/console/templates``, autoescaped; ``segment`` quotes a name for one path segment."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("broker.console", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["segment"] = lambda name: quote(str(name), safe="")
+    return env
+
+
+def static_files() -> dict[str, tuple[str, bytes]]:
+    """Every file of ``broker/console/static`` by name, read once."""
+    folder = resources.files("broker.console") / "static"
+    return {f.name: (STATIC_TYPES.get("." + f.name.rpartition(".")[2], "application/octet-stream"), f.read_bytes())
+            for f in folder.iterdir() if f.is_file()}
+
+
+class Console:
+    """Answers a GET path with (code, content type, body), or a Deferred of it."""
+
+    def __init__(self, collector: Collector, reader: ClusterReader, zk: ZkConsumers | None = None,
+                 bootstrap: str = "") -> None:
+        self.collector = collector
+        self.reader = reader
+        self.zk = zk
+        self.bootstrap = bootstrap
+        self.env = environment()
+        self.static = static_files()
+
+    def answer(self, path: str) -> Answer | defer.Deferred[Answer]:
+        parts = [unquote(p) for p in path.split("?")[0].strip("/").split("/") if p]
+        head, rest = (parts[0], parts[1:]) if parts else ("", [])
+        if head == "static" and len(rest) == 1 and rest[0] in self.static:
+            kind, body = self.static[rest[0]]
+            return 200, kind, body
+        latest = self.collector.latest
+        if latest is None:
+            return 503, "text/plain; charset=utf-8", b"no sample of the cluster yet\n"
+        if head == "metrics" and not rest:
+            return 200, METRICS_TYPE, latest.metrics
+        sample, lag = latest.sample, latest.view
+        if not parts:
+            return self._page("cluster.html", "cluster", views.cluster_page(sample))
+        if head == "topics" and not rest:
+            return self._page("topics.html", "topics", views.topics_page(sample))
+        if head == "topics" and len(rest) == 1:
+            return threads.deferToThread(self._topic, sample, rest[0])
+        if head == "groups" and not rest:
+            return self._page("groups.html", "groups", {**views.groups_page(sample, lag),
+                                                         "window": self.collector.history.window,
+                                                         "stop_after": int(self.collector.history.stop_after)})
+        if head == "groups" and len(rest) == 1:
+            if self.zk is None:
+                return self._group(sample, lag, rest[0], None, None)
+            return threads.deferToThread(self._group_with_zk, sample, lag, rest[0])
+        return self._missing("No such page.")
+
+    def _topic(self, sample: ClusterSample, name: str) -> Answer:
+        if not any(t.name == name for t in sample.cluster.topics):
+            return self._missing(f"Topic '{name}' does not exist.")
+        page = views.topic_page(sample, name, self.reader.log_starts(sample, name), self.reader.partition_sizes(sample, name),
+                                self.reader.config_overrides(name))
+        return self._page("topic.html", "topics", page or {})
+
+    def _group_with_zk(self, sample: ClusterSample, lag: LagView, name: str) -> Answer:
+        assert self.zk is not None
+        return self._group(sample, lag, name, self.zk.members(name), self.zk.owners(name))
+
+    def _group(self, sample: ClusterSample, lag: LagView, name: str, members: list[str] | None,
+               owners: dict | None) -> Answer:
+        page = views.group_page(sample, lag, name, members, owners)
+        if page is None:
+            return self._missing(f"Consumer group '{name}' does not exist.")
+        return self._page("group.html", "groups", page)
+
+    def _missing(self, what: str) -> Answer:
+        code, kind, body = self._page("not_found.html", "", {"what": what})
+        return 404, kind, body
+
+    def _page(self, template: str, section: str, page: dict[str, Any]) -> Answer:
+        latest = self.collector.latest
+        age = max(round(self.collector.now() - latest.time), 0) if latest is not None else "-"
+        html = self.env.get_template(template).render(section=section, bootstrap=self.bootstrap, age=age,
+                                                      interval=self.collector.interval, error=self.collector.error, **page)
+        return 200, HTML, html.encode()
+
+
+class ConsoleResource(resource.Resource):
+    """Every GET goes to ``Console.answer``; other methods are refused (the console is read-only)."""
+
+    isLeaf = True
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def render_GET(self, request: server.Request) -> Any:
+        request.setHeader(b"Content-Security-Policy", CSP.encode())
+        request.setHeader(b"X-Content-Type-Options", b"nosniff")
+        found = self.console.answer(request.uri.decode("utf-8", "replace"))
+        if not isinstance(found, defer.Deferred):
+            return self._write(request, found)
+        found.addCallback(lambda answer: self._finish(request, answer))
+        found.addErrback(lambda failure: self._finish(request, (500, "text/plain; charset=utf-8",
+                                                                f"{failure.getErrorMessage()}\n".encode())))
+        return server.NOT_DONE_YET
+
+    def _write(self, request: server.Request, answer: Answer) -> bytes:
+        code, kind, body = answer
+        request.setResponseCode(code)
+        request.setHeader(b"Content-Type", kind.encode())
+        return body
+
+    def _finish(self, request: server.Request, answer: Answer) -> None:
+        body = self._write(request, answer)
+        if not request.finished and not request._disconnected:
+            request.write(body)
+            request.finish()
+
+
+def site(console: Console) -> server.Site:
+    s = server.Site(ConsoleResource(console))
+    s.noisy = False
+    s.displayTracebacks = False
+    return s
