@@ -87,5 +87,13 @@ CLUSTER_DESCRIBE = Required(CLUSTER, Op.DESCRIBE)
 #: DescribeConfigs / AlterConfigs resource types (2: a topic, 4: a broker, which is the cluster's
 #: to configure) -> the ACL resource type their operation is checked on.
 CONFIG_RESOURCE_TYPES: dict[int, ResourceType] = {2: TOPIC, 4: CLUSTER}
+#: The operations each resource type has (Kafka's AclEntry.supportedOperations): what an
+#: ``authorized_operations`` bitfield (Metadata, DescribeGroups) is made of.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[Op, ...]] = {
+    TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS),
+    GROUP: (Op.READ, Op.DESCRIBE, Op.DELETE),
+    CLUSTER: (Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE, Op.ALTER,
+              Op.DESCRIBE),
+}
 #: InitProducerId without a transactional id: IdempotentWrite on the cluster, or Write on some topic.
 ANY_TOPIC_WRITE = Required(TOPIC, Op.WRITE)

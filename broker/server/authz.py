@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.errors import KafkaError, error_for_code
 from broker.security.acl import CLUSTER_NAME, ResourceType
-from broker.security.api_acls import CONFIG_RESOURCE_TYPES, REQUIRED, Required
+from broker.security.api_acls import CONFIG_RESOURCE_TYPES, REQUIRED, SUPPORTED_OPERATIONS, Required
 from broker.security.authorizer import AclAuthorizer
 
 if TYPE_CHECKING:
@@ -46,6 +46,15 @@ class Requester:
     def may_api(self, api: ApiKey, name: str = CLUSTER_NAME) -> bool:
         """Whether ``api``'s own check (REQUIRED[api]) passes on resource ``name``."""
         return self.may(REQUIRED[api], name)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
+        """Kafka's bitfield (bit = operation code) of what the principal may do to the resource;
+        every operation of its type without an authorizer."""
+        bits = 0
+        for op in SUPPORTED_OPERATIONS[resource_type]:
+            if self.may(Required(resource_type, op), name):
+                bits |= 1 << op
+        return bits
 
     def may_any(self, required: Required) -> bool:
         """Whether the operation is allowed on some resource of its type."""

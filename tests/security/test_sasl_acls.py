@@ -112,3 +112,16 @@ def test_alice_gets_her_prefix_and_group_bob_and_a_wrong_password_get_nothing(gu
     assert {mine, other} <= set(admin.list_topics(timeout=10).topics)
     visible = set(AdminClient(guarded["alice"]).list_topics(timeout=10).topics)
     assert mine in visible and other not in visible
+    # what each may do, as AdminClients ask it (Metadata's and DescribeGroups' authorized operations)
+    from confluent_kafka import TopicCollection
+
+    alices = AdminClient(guarded["alice"])  # kept alive: a collected client fails its futures
+    mine_ops = alices.describe_topics(TopicCollection([mine]), include_authorized_operations=True)
+    assert set(mine_ops[mine].result(20).authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE}  # Describe: implied by Read and Write
+    group_ops = alices.describe_consumer_groups([group], include_authorized_operations=True)
+    assert set(group_ops[group].result(20).authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(20)
+    assert {AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CREATE, AclOperation.CLUSTER_ACTION} <= set(
+        cluster.authorized_operations)  # a super user may do everything
+    assert not alices.describe_cluster(include_authorized_operations=True).result(20).authorized_operations

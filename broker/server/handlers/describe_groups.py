@@ -11,6 +11,7 @@ from twisted.internet import defer, threads
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.acl import ResourceType
 from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.handlers.group_common import coordinator_error
@@ -44,13 +45,17 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     def stored() -> set[str]:
         return {g for g in unknown if broker.coordinator.store.has_offsets(g)}
 
+    def answer(has: set[str]) -> dict:
+        groups = []
+        for g in group_ids:
+            described = _bare(g, "", ErrorCode.GROUP_AUTHORIZATION_FAILED) if g in refused else _describe(broker, g, has)
+            if request.get("include_authorized_operations") and g not in refused:
+                described = {**described, "authorized_operations": who.authorized_operations(ResourceType.GROUP, g)}
+            groups.append(described)
+        return {"throttle_time_ms": 0, "groups": groups}
+
     d = threads.deferToThread(stored) if unknown else defer.succeed(set())
-    return d.addCallback(
-        lambda has: {"throttle_time_ms": 0, "groups": [
-            _bare(g, "", ErrorCode.GROUP_AUTHORIZATION_FAILED) if g in refused else _describe(broker, g, has)
-            for g in group_ids
-        ]}
-    )
+    return d.addCallback(answer)
 
 
 HANDLER = Handler(ApiKey.DESCRIBE_GROUPS, 0, 4, handle)

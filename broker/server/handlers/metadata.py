@@ -17,6 +17,7 @@ from twisted.internet import defer
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
+from broker.security.acl import ResourceType
 from broker.security.api_acls import CLUSTER_CREATE, TOPIC_CREATE
 from broker.server.authz import Requester, requester
 from broker.server.dispatch import Handler
@@ -43,12 +44,14 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     if to_create and not who.may(CLUSTER_CREATE):
         denied.update({n: ErrorCode.TOPIC_AUTHORIZATION_FAILED for n in to_create if not who.may(TOPIC_CREATE, n)})
         to_create = [n for n in to_create if n not in denied]
+    ops = (bool(request.get("include_topic_authorized_operations")),
+           bool(request.get("include_cluster_authorized_operations")))
     if not to_create:
-        return _build(broker, names, denied, who, listener)
+        return _build(broker, names, denied, who, listener, *ops)
     creations = [broker.topics.create(name) for name in to_create]
     d = defer.DeferredList(creations, consumeErrors=True)
     d.addCallback(lambda results: _build(broker, names, {**_creation_errors(to_create, results), **denied}, who,
-                                         listener))
+                                         listener, *ops))
     return d
 
 
@@ -78,7 +81,7 @@ def _creation_errors(names: list[str], results: list[tuple[bool, Any]]) -> dict[
 
 
 def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who: Requester,
-           listener: str | None) -> dict:
+           listener: str | None, include_topic_ops: bool = False, include_cluster_ops: bool = False) -> dict:
     """The response; ``errors``: topics answered with an error alone (refused, or not created)."""
     cache = broker.metadata
     if names is None:
@@ -91,14 +94,19 @@ def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who:
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
-        "topics": [_topic(broker, name, errors.get(name)) for name in names],
-        "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS,
+        "topics": [_topic(broker, name, errors.get(name), who if include_topic_ops else None) for name in names],
+        "cluster_authorized_operations": (who.authorized_operations(ResourceType.CLUSTER) if include_cluster_ops
+                                          else UNKNOWN_AUTHORIZED_OPERATIONS),
     }
 
 
-def _topic(broker: Broker, name: str, error: int | None) -> dict:
+def _topic(broker: Broker, name: str, error: int | None, who: Requester | None) -> dict:
+    """One topic's answer; with ``who``, what it may do to the topic (include_topic_authorized_operations)."""
     partitions = broker.metadata.topics.get(name)
-    topic = {"name": name, "is_internal": False, "partitions": [], "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+    operations = UNKNOWN_AUTHORIZED_OPERATIONS
+    if who is not None and error != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+        operations = who.authorized_operations(ResourceType.TOPIC, name)
+    topic = {"name": name, "is_internal": False, "partitions": [], "topic_authorized_operations": operations}
     if error == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
         topic["error_code"] = error
         return topic
