@@ -1,4 +1,4 @@
-"""Two brokers whose only listener is SASL_SSL: followers fetch over TLS with the broker's own
+"""Three brokers whose only listener is SASL_SSL: followers fetch over TLS with the broker's own
 SCRAM login, acks=all records are on both, and a leader SIGKILL loses none of them."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_sasl_ssl_replication_survives_a_leader_kill(zookeeper: EmbeddedZooKeepe
     try:
         with stopping(BrokerProcess.stop) as keep:
             brokers = []
-            for broker_id in (1, 2):
+            for broker_id in (1, 2, 3):
                 props = {
                     "broker.id": str(broker_id),
                     "listeners": f"SASL_SSL://127.0.0.1:{free_port()}",
@@ -63,22 +63,22 @@ def test_sasl_ssl_replication_survives_a_leader_kill(zookeeper: EmbeddedZooKeepe
             bootstrap = ",".join(b.bootstrap for b in brokers)
             topic = "replicated"
             with AdminClient(bootstrap, security=ClientSecurity.from_props(client)) as admin:
-                admin.create_topic(topic, 1, 2, {"min.insync.replicas": "2"})
+                admin.create_topic(topic, 1, 3, {"min.insync.replicas": "2"})
                 deadline = time.monotonic() + 20
                 while True:
                     [described] = admin.describe_topics([topic])
-                    if sorted(described.partitions[0].isr) == [1, 2] or time.monotonic() > deadline:
+                    if sorted(described.partitions[0].isr) == [1, 2, 3] or time.monotonic() > deadline:
                         break
                     time.sleep(0.2)
                 leader = described.partitions[0].leader
-            assert sorted(described.partitions[0].isr) == [1, 2]
+            assert sorted(described.partitions[0].isr) == [1, 2, 3]
             producer = Producer({**client, "bootstrap.servers": bootstrap, "acks": "all"})
             acked: list[bytes] = []
             for i in range(200):
                 producer.produce(topic, f"r{i}".encode(),
                                  on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
             assert producer.flush(30) == 0
-            assert len(acked) == 200  # min.insync.replicas=2: each was on both brokers
+            assert len(acked) == 200  # acks=all, min.insync.replicas=2: each on every in-sync replica
             survivor = next(b for b in brokers if b.broker_id != leader)
             next(b for b in brokers if b.broker_id == leader).kill()
             consumer = Consumer({**client, "bootstrap.servers": survivor.bootstrap, "group.id": "after-kill",
