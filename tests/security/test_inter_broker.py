@@ -1,5 +1,5 @@
 """Three brokers whose only listener is SASL_SSL: followers fetch over TLS with the broker's own
-SCRAM login, acks=all records are on both, and a leader SIGKILL loses none of them."""
+SCRAM login, acks=all records are on the in-sync replicas, and a leader SIGKILL loses none of them."""
 
 from __future__ import annotations
 
