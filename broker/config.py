@@ -299,6 +299,12 @@ BROKER_CONFIG = ConfigDef(
         _k("log.index.size.max.bytes", Type.INT, _topic_default("segment.index.bytes"), 4),
         _k("log.message.timestamp.type", Type.STRING, _topic_default("message.timestamp.type"),
            validator=TOPIC_CONFIG["message.timestamp.type"].validator),
+        _k("log.message.timestamp.difference.max.ms", Type.LONG, None, 0,
+           doc="The default of message.timestamp.difference.max.ms (unset: no bound)"),
+        _k("log.message.timestamp.before.max.ms", Type.LONG, None, 0,
+           doc="The default of message.timestamp.before.max.ms (unset: the difference bound)"),
+        _k("log.message.timestamp.after.max.ms", Type.LONG, None, 0,
+           doc="The default of message.timestamp.after.max.ms (unset: the difference bound)"),
         _k("num.recovery.threads.per.data.dir", Type.INT, 1, 1),
         _k("replica.lag.time.max.ms", Type.DURATION, 30000),
         _k("replica.fetch.max.bytes", Type.INT, 1048576, 0),
@@ -401,6 +407,9 @@ class BrokerConfig:
     log_index_interval_bytes: int
     log_index_size_max_bytes: int
     log_message_timestamp_type: str
+    log_message_timestamp_difference_max_ms: int | None
+    log_message_timestamp_before_max_ms: int | None
+    log_message_timestamp_after_max_ms: int | None
     num_recovery_threads_per_data_dir: int
     replica_lag_time_max_ms: int
     replica_fetch_max_bytes: int

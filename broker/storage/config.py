@@ -91,6 +91,9 @@ BROKER_TO_TOPIC = {
     "log.index.size.max.bytes": "segment.index.bytes",
     "message.max.bytes": "max.message.bytes",
     "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
     "log.cleanup.policy": "cleanup.policy",
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
@@ -159,9 +162,16 @@ class LogConfig:
     def from_broker(cls, props: Mapping[str, Any]) -> LogConfig:
         """Build the broker-wide default from server.properties keys (``log.*`` and friends)."""
         kwargs: dict[str, Any] = {}
+        other: dict[str, str] = {}
         for broker_key, topic_key in BROKER_TO_TOPIC.items():
             if broker_key in props:
-                kwargs[TOPIC_CONFIG[topic_key].attr] = TOPIC_CONFIG.parse_value(topic_key, _given(broker_key, props), broker_key)
+                value = TOPIC_CONFIG.parse_value(topic_key, _given(broker_key, props), broker_key)
+                if TOPIC_CONFIG[topic_key].attr in _ATTRS:
+                    kwargs[TOPIC_CONFIG[topic_key].attr] = value
+                elif value is not None:  # a key storage keeps verbatim (the validator reads it)
+                    other[topic_key] = str(value)
+        if other:
+            kwargs["other"] = other
         for topic_key, choices in BROKER_TIME_KEYS.items():
             for broker_key, unit in choices:
                 if broker_key in props:

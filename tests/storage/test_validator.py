@@ -83,6 +83,22 @@ def test_timestamps_out_of_bounds_append_nothing(tmp_path, key: str) -> None:
     assert read_from(log, 0) == [(0, b"ok")]
 
 
+def test_the_broker_wide_bound_applies_and_a_topic_key_overrides_it(tmp_path) -> None:
+    """log.message.timestamp.difference.max.ms in server.properties is every topic's default;
+    message.timestamp.after.max.ms on a topic narrows its own side only."""
+    broker_wide = LogConfig.from_broker({"log.message.timestamp.difference.max.ms": "1000"})
+    log = open_log(tmp_path / "t-0", FakeClock(NOW))
+    log.update_config(broker_wide)
+    with pytest.raises(InvalidTimestampError):
+        log.append(build_batch([b"too old"], timestamps=[NOW - 1001]))
+    log.update_config(broker_wide.with_overrides({"message.timestamp.after.max.ms": "10"}))
+    log.append(build_batch([b"old enough"], timestamps=[NOW - 999]))
+    with pytest.raises(InvalidTimestampError):
+        log.append(build_batch([b"too new"], timestamps=[NOW + 11]))
+    assert read_from(log, 0) == [(0, b"old enough")]
+    assert V.policy_of(LogConfig.from_broker({})).before_max_ms == V.NO_BOUND
+
+
 def test_timestamps_too_far_ahead_are_refused() -> None:
     policy = V.policy_of(LogConfig().with_overrides({"message.timestamp.difference.max.ms": "1000"}))
     batch = build_batch([b"a"] * 40, timestamps=[NOW + i * 30 for i in range(40)])
