@@ -59,6 +59,7 @@ class StandaloneCluster:
 
     def __init__(self, home: Path) -> None:
         self.home = home
+        home.mkdir(parents=True, exist_ok=True)
         self.port, self.ui_port = free_port(), free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.daemons: list[Daemon] = []

@@ -110,3 +110,24 @@ def test_probe_fails_fast_in_one_line(broker, standalone, tmp_path: Path):
         assert f" {name}" in line, (name, line)
     assert "logbus load pack-env" in line and "spark.ship_code: true" in line
     assert seconds < 60, seconds
+
+
+def test_spark_submit_mode_ships_code_and_env(broker, standalone, packed_env, tmp_path: Path):
+    """The DAG's ``airflow.load: spark-submit`` step on the cluster: the driver under spark-submit
+    ships the same code zip and points the executors at the same packed environment."""
+    from pipelines.airflow_tasks import commit_step, load_step, plan_step
+
+    topic = new_topic("submit")
+    create_topics(broker.bootstrap, [topic], 2)
+    produced = produce_events(broker.bootstrap, topic, 2, 150)
+    config = loader_config(broker.bootstrap, tmp_path / "wh", [json_topic(topic)], airflow={"load": "spark-submit"},
+                           spark={"master": standalone.url, "archives": [f"{packed_env}#environment"],
+                                  "python_env": "./environment/bin/python", "conf": EXECUTOR_CONF})
+    path = tmp_path / "submit.yaml"
+    path.write_text(yaml.safe_dump(config))
+    info = plan_step(str(path), "all")
+    loaded = load_step(str(path), "all", info)
+    assert loaded["via"] == "spark-submit" and loaded["records"] == len(produced) and loaded["master"] == standalone.url
+    commit_step(str(path), "all", info)
+    rows = read_rows(tmp_path / "wh", topic)
+    assert sorted((r["partition"], r["offset"]) for r in rows) == [(p, i) for p in range(2) for i in range(150)]
