@@ -184,7 +184,9 @@ def standalone(cfg, run_id: str, data_dir: Path) -> dict:
     progress(f"standalone: {result.records:,} records in {load_s:.1f} s = {result.records / load_s:,.0f} records/s "
              f"(probe {probe_s:.1f} s, session {session_s:.1f} s)")
     return {"seconds": round(load_s, 2), "records": result.records, "records_per_s": round(result.records / load_s),
-            "probe_seconds": round(probe_s, 2), "session_seconds": round(session_s, 2)}
+            "probe_seconds": round(probe_s, 2), "session_seconds": round(session_s, 2),
+            "task_total_s": round(sum(r.seconds or 0.0 for r in result.results), 1),
+            "task_decode_s": round(sum(r.decode_s for r in result.results), 1)}
 
 
 def main(argv=None) -> int:

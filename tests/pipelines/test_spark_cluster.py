@@ -3,8 +3,9 @@
 A master and one worker start from pyspark's jars; the executors run the environment packed by
 ``pipelines.pack_env`` (unpacked by Spark from ``spark.archives``), which holds the tasks'
 dependencies but not logbus: the driver ships logbus' code itself (``pipelines.code_zip``).
-``logbus load run --master spark://...`` then loads every record once, into files byte-identical
-to a ``local[2]`` load of the same ranges; without the environment and the code the probe task
+``logbus load run --master spark://...`` then loads every record once, the worker SIGKILLed
+mid-load and a second one taking over, into files byte-identical to a ``local[2]`` load of the
+same ranges; the DAG's spark-submit load step works the same way; without the environment and the code the probe task
 stops the run in seconds with one line.
 """
 
@@ -23,6 +24,7 @@ import yaml
 from pipelines.code_zip import cache_dir
 from pipelines.config import parse_config
 from pipelines.executor_env import THIRD_PARTY
+from pipelines.faults import LoadFaults
 from pipelines.loader import Loader
 from pipelines.pack_env import cached_env
 from tests.pipelines.helpers import create_topics, data_files, json_topic, loader_config, new_topic, produce_events, read_rows
@@ -66,26 +68,48 @@ def _missing_from(python: str) -> list[str]:
 
 
 def test_cluster_load_equals_local_load(broker, spark, standalone, packed_env, tmp_path: Path):
+    """Every record once, the worker SIGKILLed mid-load and a second one taking over, and the
+    files byte-identical to a local[2] load of the same ranges."""
     topic = new_topic("cluster")
     create_topics(broker.bootstrap, [topic], 4)
     produced = produce_events(broker.bootstrap, topic, 4, 500)
     spec = [json_topic(topic, time_field="ts")]
-    on_cluster = loader_config(broker.bootstrap, tmp_path / "cluster", spec, max_range_records=300, spark={
+    on_cluster = loader_config(broker.bootstrap, tmp_path / "cluster", spec, max_range_records=250,
+                               fetch={"max.bytes": 4096}, spark={
         "archives": [f"{packed_env}#environment"], "python_env": "./environment/bin/python", "conf": EXECUTOR_CONF})
-    proc = _load_cli(on_cluster, tmp_path / "cluster.yaml", standalone.url)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "2,000 records" in proc.stdout
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(on_cluster))
+    slow = LoadFaults(fetch_delay_ms=150).environment()  # ~2 s per range: the kill lands mid-load
+    out, err = tmp_path / "cluster.out", tmp_path / "cluster.err"
+    with open(out, "w") as stdout, open(err, "w") as stderr, subprocess.Popen(
+            [sys.executable, "-m", "pipelines.cli", "run", "--config", str(path), "--master", standalone.url, "--quiet"],
+            env=clean_env(**slow), stdout=stdout, stderr=stderr) as proc:
+        try:
+            deadline = time.monotonic() + 120
+            while not data_files(tmp_path / "cluster", topic):  # a first range committed
+                assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+                time.sleep(0.2)
+            standalone.daemons[1].kill()  # the worker, its executor and their Python workers
+            assert proc.poll() is None, "the load ended before the worker was killed"
+            standalone.add_worker("takeover")
+            proc.wait(180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err.read_text()[-3000:]
+    assert "2,000 records" in out.read_text()
+    assert list(standalone.home.glob("takeover/app-*")), "no executor ran on the second worker"
 
     rows = read_rows(tmp_path / "cluster", topic)
     keys = [(r["partition"], r["offset"]) for r in rows]
     assert len(keys) == len(set(keys)) == len(produced)  # every record, once
     assert {(r["partition"], r["member_id"]) for r in rows} == {(p, e["member_id"]) for (_, p, _), e in produced.items()}
 
-    with Loader(parse_config(loader_config(broker.bootstrap, tmp_path / "local", spec, max_range_records=300))) as loader:
+    with Loader(parse_config(loader_config(broker.bootstrap, tmp_path / "local", spec, max_range_records=250))) as loader:
         assert sum(r.records for r in loader.run()) == len(produced)  # the module's local[2,4] session
     cluster_files = [p.relative_to(tmp_path / "cluster") for p in data_files(tmp_path / "cluster", topic)]
     local_files = [p.relative_to(tmp_path / "local") for p in data_files(tmp_path / "local", topic)]
-    assert cluster_files == local_files and len(cluster_files) >= 8  # 4 partitions, 2 ranges each
+    assert cluster_files == local_files and len(cluster_files) >= 8  # 4 partitions, 2 ranges each, in 1 hour
     for rel in cluster_files:
         assert filecmp.cmp(tmp_path / "cluster" / rel, tmp_path / "local" / rel, shallow=False), rel
 
