@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--to", required=True, help="earliest, latest, epoch milliseconds or an ISO-8601 time")
     p = sub.add_parser("pack-env", help="pack the executors' Python environment (venv-pack) for spark.archives")
     p.add_argument("--output", default="env.tar.gz", help="the archive to write (default env.tar.gz)")
+    p.add_argument("--constraints", help="pin versions with this pip constraints file (default: the repository's "
+                                         "constraints/known-good.txt, when there is one)")
 
 
 def _overrides(args: argparse.Namespace) -> dict:
@@ -183,11 +185,14 @@ def _pack_env(args, out) -> int:
 
     from pipelines.code_zip import code_zip
     from pipelines.errors import LoadError
-    from pipelines.pack_env import pack_env
+    from pipelines.pack_env import CONSTRAINTS, pack_env
 
     started = time.monotonic()
     try:
-        path = pack_env(Path(args.output), say=lambda line: print(line, file=sys.stderr, flush=True))
+        pins = Path(args.constraints) if args.constraints else CONSTRAINTS
+        if args.constraints and not pins.is_file():
+            raise CommandError(f"--constraints {args.constraints}: no such file")
+        path = pack_env(Path(args.output), pins, say=lambda line: print(line, file=sys.stderr, flush=True))
     except LoadError as exc:
         raise CommandError(str(exc)) from None
     print(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB in {time.monotonic() - started:.0f} s\n"
