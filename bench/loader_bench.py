@@ -170,7 +170,7 @@ def standalone(cfg, run_id: str, data_dir: Path) -> dict:
         try:
             session_s = time.monotonic() - t0
             t1 = time.monotonic()
-            probe_executors(session, on_cluster.spark_probe_timeout_ms)  # executor start, unpack, imports
+            probe_executors(session, on_cluster.spark_probe_timeout_ms, on_cluster.parquet_writer)  # executor start, unpack, imports
             probe_s = time.monotonic() - t1
             with Loader(on_cluster, spark=session) as loader:
                 progress("standalone: rerun of the same ranges")

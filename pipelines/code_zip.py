@@ -29,6 +29,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "logbus"
 
 
+def shippable(root: Path = _ROOT) -> bool:
+    """Whether the shipped packages are a tree on disk (not imported from a zip that spark-submit already ships)."""
+    return all((root / package).is_dir() for package in SHIPPED_PACKAGES)
+
+
 def _sources(root: Path) -> list[tuple[str, Path]]:
     """(name in the zip, file) of every ``.py`` file of the shipped packages, sorted."""
     found = []

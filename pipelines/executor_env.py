@@ -17,11 +17,13 @@ class Need:
     module: str
     distribution: str
     why: str
+    writer: str | None = None  # needed only by this parquet.writer's tasks (None: by both)
 
 
-#: logbus' own modules a task imports (the Python writer's and the Spark writer's tasks): shipped
-#: by the driver as a zip (``pipelines.code_zip``), never installed on the executors.
-TASK_MODULES = ("pipelines.task", "pipelines.writer", "pipelines.hadoop_writer")
+#: logbus' own modules a task imports, by parquet.writer: shipped by the driver as a zip
+#: (``pipelines.code_zip``), never installed on the executors.
+WRITER_MODULES = {"python": ("pipelines.task", "pipelines.writer"), "spark": ("pipelines.task", "pipelines.hadoop_writer")}
+TASK_MODULES = tuple(dict.fromkeys(m for modules in WRITER_MODULES.values() for m in modules))
 
 #: Third-party modules the tasks import, native libraries first: the executors' Python must have them.
 THIRD_PARTY: tuple[Need, ...] = (
@@ -31,16 +33,16 @@ THIRD_PARTY: tuple[Need, ...] = (
     Need("zstandard", "zstandard", "zstd batches"),
     Need("numpy", "numpy", "the columnar record reader"),
     Need("pyarrow", "pyarrow", "decoding and Parquet"),
-    Need("pandas", "pandas", "PySpark's Arrow path (parquet.writer: spark)"),
+    Need("pandas", "pandas", "PySpark's Arrow path (parquet.writer: spark)", writer="spark"),
     Need("yaml", "pyyaml", "pipelines.config"),
     Need("kazoo", "kazoo", "broker.client (ZooKeeper discovery)"),
     Need("hdfs", "hdfs", "webhdfs:// warehouses"),
 )
 
 
-def executor_modules() -> tuple[str, ...]:
-    """Every module the probe imports on an executor: the third-party ones, then logbus' own."""
-    return tuple(n.module for n in THIRD_PARTY) + TASK_MODULES
+def executor_modules(writer: str) -> tuple[str, ...]:
+    """What the probe imports on an executor for ``parquet.writer``: the third-party modules, then logbus' own."""
+    return tuple(n.module for n in THIRD_PARTY if n.writer in (None, writer)) + WRITER_MODULES[writer]
 
 
 def distributions() -> tuple[str, ...]:

@@ -64,8 +64,10 @@ def make_spark(config: LoaderConfig, master: str | None = None):
 
 def ship_code(sc) -> None:
     """Add logbus' code zip (``pipelines.code_zip``) to the executors' Python path; the driver keeps its own tree."""
-    from pipelines.code_zip import code_zip
+    from pipelines.code_zip import code_zip, shippable
 
+    if not shippable():  # this driver runs from --py-files itself (cluster deploy mode): they ship already
+        return
     path = str(code_zip())
     driver_path = list(sys.path)
     sc.addPyFile(path)

@@ -55,8 +55,9 @@ def missing_line(master: str, python: str, missing: list[tuple[str, str]]) -> st
     return f"executors of {master} (Python {python}) cannot import {names}: {'; '.join(fixes)}"
 
 
-def probe_executors(spark, timeout_ms: int) -> None:
-    """Run the probe task once per SparkContext of a cluster master; LoadError in one line if it fails."""
+def probe_executors(spark, timeout_ms: int, writer: str = "python") -> None:
+    """Run the probe task (for ``parquet.writer``'s tasks) once per SparkContext of a cluster master;
+    LoadError in one line if it fails."""
     sc = spark.sparkContext
     if is_local_master(sc.master) or sc in _PROBED:
         return
@@ -68,7 +69,7 @@ def probe_executors(spark, timeout_ms: int) -> None:
     def run() -> None:
         sc.setJobGroup(group, "logbus: can an executor import what the tasks need?", interruptOnCancel=True)
         try:
-            outcome["result"] = sc.parallelize([0], 1).mapPartitions(_check(executor_modules())).collect()
+            outcome["result"] = sc.parallelize([0], 1).mapPartitions(_check(executor_modules(writer))).collect()
         except Exception as exc:  # the executors' Python did not start, or the task failed every attempt
             outcome["error"] = exc
 

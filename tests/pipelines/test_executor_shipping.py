@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.code_zip import SHIPPED_PACKAGES, code_zip
+from pipelines.code_zip import SHIPPED_PACKAGES, code_zip, shippable
 from pipelines.config import ConfigError, parse_config
-from pipelines.executor_env import TASK_MODULES, distributions
+from pipelines.executor_env import TASK_MODULES, distributions, executor_modules
 from pipelines.probe import missing_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +35,19 @@ def test_code_zip_is_built_once_per_content(tmp_path: Path):
     (tree / "pipelines" / "__init__.py").write_text("NAME = 'changed'\n")
     changed = code_zip(tmp_path / "cache", root=tree)
     assert changed != first and len(list((tmp_path / "cache").glob("*.zip"))) == 2
+
+
+def test_only_a_tree_on_disk_is_shipped(tmp_path: Path):
+    assert shippable()  # this checkout
+    assert not shippable(tmp_path)  # e.g. imported from the --py-files zip of a cluster-mode driver
+
+
+def test_the_probe_checks_what_the_configured_writer_needs():
+    python, spark = executor_modules("python"), executor_modules("spark")
+    assert "pipelines.writer" in python and "pipelines.hadoop_writer" not in python and "pandas" not in python
+    assert "pipelines.hadoop_writer" in spark and "pandas" in spark
+    for modules in (python, spark):
+        assert {"crc32c", "cramjam", "lz4.frame", "zstandard", "pyarrow", "numpy", "pipelines.task"} <= set(modules)
 
 
 def test_code_zip_holds_what_tasks_import(tmp_path: Path):
