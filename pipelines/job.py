@@ -31,7 +31,7 @@ def make_spark(config: LoaderConfig, master: str | None = None):
     also ships logbus' code (``spark.ship_code``) and points the executors at their Python
     (``spark.archives``, ``spark.python_env``)."""
     master = master or config.spark_master
-    if master.startswith("local"):
+    if is_local_master(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
