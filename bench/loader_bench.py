@@ -2,7 +2,7 @@
 """Warehouse loader benchmark: the load's rate next to its two halves, measured in one run.
 
     .venv/bin/python bench/loader_bench.py [--records 10000000] [--partitions 8] [--master local[2]]
-                                           [--data-dir DIR] [--json out.json]
+                                           [--data-dir DIR] [--json out.json] [--standalone]
 
 1. an embedded ZooKeeper and one broker (log dir under --data-dir, default a temp dir);
    a topic of --partitions partitions; --records JSON events of about 200 bytes produced
@@ -18,7 +18,12 @@
    subtracted per task), then decoded and written as Parquet exactly as the load does
    (Decoder + RangeWriter);
 5. the ratio load / min(fetch-only, write-only) and the split of task time (fetch, decode,
-   write) reported by the load's own tasks.
+   write) reported by the load's own tasks;
+6. with --standalone: a Spark standalone master and one worker of 2 cores from pyspark's jars,
+   executors in the packed environment (``pipelines.pack_env``, cached) with logbus' code shipped
+   by the driver; the same run replayed there (``Loader.rerun``: the same ranges and files),
+   records/s next to the load's, and the seconds of the probe task (executor start, archive
+   unpacked, imports) in that application.
 
 Everything it starts is stopped on exit. Results to stdout and --json.
 """
@@ -141,6 +146,49 @@ def write_only(spark, tasks, ctx, out_url: str) -> tuple[float, int, float]:
     return wall - build, n, build
 
 
+def standalone(cfg, run_id: str, data_dir: Path) -> dict:
+    """The same run replayed on a standalone master and one 2-core worker, executors in the packed env."""
+    from dataclasses import replace
+
+    from pipelines.code_zip import cache_dir
+    from pipelines.job import make_spark
+    from pipelines.loader import Loader
+    from pipelines.pack_env import cached_env
+    from pipelines.probe import probe_executors
+    from tests.pipelines.spark_standalone import StandaloneCluster
+
+    env = cached_env(cache_dir() / "test-envs")
+    cluster = StandaloneCluster(data_dir / "spark-standalone")
+    try:
+        progress("standalone: master + 1 worker (2 cores), executors in the packed environment")
+        cluster.start(workers=1, cores=2, memory="3g")
+        on_cluster = replace(cfg, spark_master=cluster.url, spark_archives=(f"{env}#environment",),
+                             spark_python_env="./environment/bin/python",
+                             spark_conf={**cfg.spark_conf, "spark.executor.memory": "2g"})
+        t0 = time.monotonic()
+        session = make_spark(on_cluster)
+        try:
+            session_s = time.monotonic() - t0
+            t1 = time.monotonic()
+            probe_executors(session, on_cluster.spark_probe_timeout_ms, on_cluster.parquet_writer)  # executor start, unpack, imports
+            probe_s = time.monotonic() - t1
+            with Loader(on_cluster, spark=session) as loader:
+                progress("standalone: rerun of the same ranges")
+                t2 = time.monotonic()
+                result = loader.rerun(run_id)
+                load_s = time.monotonic() - t2
+        finally:
+            session.stop()
+    finally:
+        cluster.stop()
+    progress(f"standalone: {result.records:,} records in {load_s:.1f} s = {result.records / load_s:,.0f} records/s "
+             f"(probe {probe_s:.1f} s, session {session_s:.1f} s)")
+    return {"seconds": round(load_s, 2), "records": result.records, "records_per_s": round(result.records / load_s),
+            "probe_seconds": round(probe_s, 2), "session_seconds": round(session_s, 2),
+            "task_total_s": round(sum(r.seconds or 0.0 for r in result.results), 1),
+            "task_decode_s": round(sum(r.decode_s for r in result.results), 1)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="loader benchmark")
     ap.add_argument("--records", type=int, default=10_000_000)
@@ -148,6 +196,7 @@ def main(argv=None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data-dir")
     ap.add_argument("--json")
+    ap.add_argument("--standalone", action="store_true", help="also replay the run on a standalone master + worker")
     args = ap.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -221,6 +270,12 @@ def main(argv=None) -> int:
         progress(f"write-only: {w_n:,} in {w_s:.1f} s = {w_n / w_s:,.0f} records/s")
         slower = min(results["fetch_only"]["records_per_s"], results["write_only"]["records_per_s"])
         results["load_vs_slower_half"] = round(results["load"]["records_per_s"] / slower, 3)
+        if args.standalone:
+            spark.stop()
+            spark = None
+            results["standalone"] = standalone(cfg, run.run_id, data_dir)
+            results["standalone"]["vs_local"] = round(results["standalone"]["records_per_s"]
+                                                      / results["load"]["records_per_s"], 3)
         print(json.dumps(results, indent=2))
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2))

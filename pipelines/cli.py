@@ -5,6 +5,7 @@
     logbus load rerun   --run-id ID
     logbus load history [--topic T]
     logbus load reset   --topic T --to earliest|latest|<epoch ms>|<ISO time>
+    logbus load pack-env [--output env.tar.gz]  (the executors' Python environment, for spark.archives)
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common(p)
     p.add_argument("--topic", required=True)
     p.add_argument("--to", required=True, help="earliest, latest, epoch milliseconds or an ISO-8601 time")
+    p = sub.add_parser("pack-env", help="pack the executors' Python environment (venv-pack) for spark.archives")
+    p.add_argument("--output", default="env.tar.gz", help="the archive to write (default env.tar.gz)")
+    p.add_argument("--constraints", help="pin versions with this pip constraints file (default: the repository's "
+                                         "constraints/known-good.txt, when there is one)")
 
 
 def _overrides(args: argparse.Namespace) -> dict:
@@ -62,6 +67,8 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "pack-env":
+        return _pack_env(args, sys.stdout)
     from pipelines.config import ConfigError, load_config
     from pipelines.errors import LoadError, ValidationFailed
     from pipelines.faults import LoadFaults
@@ -176,6 +183,30 @@ def _reset(loader, args, out) -> int:
     print(f"{args.topic}: saved offsets moved to {doc['to']} ({doc['run_id']}):", file=out)
     for p in doc["partitions"]:
         print(f"  partition {p['partition']}: next offset {p['next']} (log {p['earliest']}..{p['latest']})", file=out)
+    return 0
+
+
+def _pack_env(args, out) -> int:
+    import time
+    from pathlib import Path
+
+    from pipelines.code_zip import code_zip
+    from pipelines.errors import LoadError
+    from pipelines.pack_env import CONSTRAINTS, pack_env
+
+    started = time.monotonic()
+    try:
+        pins = Path(args.constraints) if args.constraints else CONSTRAINTS
+        if args.constraints and not pins.is_file():
+            raise CommandError(f"--constraints {args.constraints}: no such file")
+        path = pack_env(Path(args.output), pins, say=lambda line: print(line, file=sys.stderr, flush=True))
+    except LoadError as exc:
+        raise CommandError(str(exc)) from None
+    print(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB in {time.monotonic() - started:.0f} s\n"
+          f"in conf/loader.yaml:\n  spark:\n    archives: [{path}#environment]\n"
+          f"    python_env: ./environment/bin/python\n"
+          f"with spark-submit: --archives {path}#environment --conf spark.pyspark.python=./environment/bin/python\n"
+          f"logbus' code (the driver adds it itself; --py-files for --deploy-mode cluster): {code_zip()}", file=out)
     return 0
 
 

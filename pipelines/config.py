@@ -65,6 +65,16 @@ LOADER_CONFIG = ConfigDef(
             doc="`python` (pyarrow in each task) or `spark`; when unset, `spark` for hdfs://, else `python`."),
         Key("spark.master", Type.STRING, "local[*]", doc="The Spark master URL."),
         Key("spark.app_name", Type.STRING, "logbus-loader", doc="The Spark application name."),
+        Key("spark.archives", Type.LIST, None,
+            doc="Archives unpacked in each executor's working directory (`spark.archives`), e.g. the packed "
+                "environment of `logbus load pack-env`: `env.tar.gz#environment`."),
+        Key("spark.python_env", Type.STRING, None,
+            doc="The executors' Python (`spark.pyspark.python`), e.g. `./environment/bin/python` from an archive; "
+                "unset: `PYSPARK_PYTHON`, else the driver's."),
+        Key("spark.ship_code", Type.BOOLEAN, True,
+            doc="Ship logbus' own code to the executors of a cluster master (a zip added with `addPyFile`)."),
+        Key("spark.probe_timeout_ms", Type.INT, 120_000, Range(1000),
+            doc="How long the probe task (can an executor import what the tasks need?) may wait for an executor."),
         Key("webhdfs.user", Type.STRING, None, doc="The HDFS user for webhdfs:// (and hdfs:// outside Spark)."),
         Key("webhdfs.address", Type.STRING, None, doc="host:port of the namenode's HTTP server (hdfs:// outside Spark)."),
         Key("schedule", Type.STRING, "@hourly", doc="The Airflow schedule of every topic group without its own."),
@@ -176,6 +186,10 @@ class LoaderConfig:
     spark_master: str = "local[*]"
     spark_app_name: str = "logbus-loader"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    spark_archives: tuple[str, ...] = ()  # spark.archives: e.g. the packed environment, env.tar.gz#environment
+    spark_python_env: str | None = None   # the executors' Python (spark.pyspark.python)
+    spark_ship_code: bool = True          # add logbus' code zip (pipelines.code_zip) on cluster masters
+    spark_probe_timeout_ms: int = 120_000
     webhdfs_user: str | None = None
     webhdfs_address: str | None = None    # host:port of the namenode's HTTP server (hdfs:// outside Spark)
     schedule: str = "@hourly"
@@ -350,7 +364,12 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     conf = spark.get("conf", {}) or {}
     if not isinstance(conf, Mapping):
         raise _error("spark.conf", "must be a mapping of Spark settings")
-    _no_unknown(spark, {"master", "app_name", "conf"}, "spark.")
+    _no_unknown(spark, {"master", "app_name", "conf", "archives", "python_env", "ship_code", "probe_timeout_ms"},
+                "spark.")
+    archives = tuple(_value(spark, "archives", "spark.archives") or ())
+    python_env = _value(spark, "python_env", "spark.python_env")
+    ship_code = _value(spark, "ship_code", "spark.ship_code")
+    probe_timeout = _value(spark, "probe_timeout_ms", "spark.probe_timeout_ms")
 
     webhdfs = _mapping(raw, "webhdfs")
     _no_unknown(webhdfs, {"user", "address"}, "webhdfs.")
@@ -374,7 +393,8 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         request_timeout_ms=request_timeout, max_error_ratio=float(ratio),
         parquet_compression=compression, row_group_size=row_group, parquet_writer=writer,
         spark_master=master, spark_app_name=app_name,
-        spark_conf={str(k): str(v) for k, v in conf.items()}, webhdfs_user=webhdfs.get("user"),
+        spark_conf={str(k): str(v) for k, v in conf.items()}, spark_archives=archives, spark_python_env=python_env,
+        spark_ship_code=ship_code, spark_probe_timeout_ms=probe_timeout, webhdfs_user=webhdfs.get("user"),
         webhdfs_address=str(address) if address is not None else None, schedule=schedule, source=source,
         airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")), security=security,
     )

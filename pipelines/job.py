@@ -19,10 +19,19 @@ from pipelines.task import RangeTask, TaskContext
 from pipelines.task_stats import TaskStats
 
 
+def is_local_master(master: str) -> bool:
+    """Whether the executors run on this machine with the driver's Python and tree (``local``, ``local[...]``...)."""
+    return master.startswith("local")
+
+
 def make_spark(config: LoaderConfig, master: str | None = None):
-    """A SparkSession for the loader (``SPARK_LOCAL_IP`` defaults to 127.0.0.1 for local masters)."""
+    """A SparkSession for the loader (``SPARK_LOCAL_IP`` defaults to 127.0.0.1 for local masters).
+
+    The one place a session is made, inline and under ``spark-submit``: on a cluster master it
+    also ships logbus' code (``spark.ship_code``) and points the executors at their Python
+    (``spark.archives``, ``spark.python_env``)."""
     master = master or config.spark_master
-    if master.startswith("local"):
+    if is_local_master(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -37,11 +46,32 @@ def make_spark(config: LoaderConfig, master: str | None = None):
     settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
                 "spark.sql.session.timeZone": "UTC", "spark.python.worker.reuse": "true"}
     settings.update(config.spark_conf)
+    if config.spark_archives:
+        settings["spark.archives"] = ",".join(filter(None, [settings.get("spark.archives"), *config.spark_archives]))
+    if config.spark_python_env:
+        settings["spark.pyspark.python"] = config.spark_python_env
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(config.spark_conf.get("logbus.log.level", "ERROR"))
+    sc = spark.sparkContext
+    sc.setLogLevel(config.spark_conf.get("logbus.log.level", "ERROR"))
+    if config.spark_python_env:
+        sc.pythonExec = config.spark_python_env  # PySpark takes the workers' Python from here (PYSPARK_PYTHON at start)
+    if config.spark_ship_code and not is_local_master(master):
+        ship_code(sc)
     return spark
+
+
+def ship_code(sc) -> None:
+    """Add logbus' code zip (``pipelines.code_zip``) to the executors' Python path; the driver keeps its own tree."""
+    from pipelines.code_zip import code_zip, shippable
+
+    if not shippable():  # this driver runs from --py-files itself (cluster deploy mode): they ship already
+        return
+    path = str(code_zip())
+    driver_path = list(sys.path)
+    sc.addPyFile(path)
+    sys.path[:] = driver_path  # addPyFile also puts the zip first on the driver's path: keep importing the tree
 
 
 def _run_partition(ctx: TaskContext):

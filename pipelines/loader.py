@@ -224,6 +224,9 @@ class Loader:
         else:
             from pipelines.job import run_tasks
         spark = self.spark
+        from pipelines.probe import probe_executors
+
+        probe_executors(spark, self.config.spark_probe_timeout_ms, self.config.parquet_writer)  # fail in seconds
         if self.progress is not None:
             host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
             with ProgressServer(tasks, out=self.progress, host=host) as server:

@@ -214,3 +214,27 @@ def test_docker_compose_config() -> None:
                     "the checks above parse the file without it")
     result = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_spark_image_has_no_logbus(compose: dict[str, Any]) -> None:
+    """The Spark master and worker run the `spark` stage, which copies and installs nothing of
+    logbus: executors get the packed environment and the shipped code, as on a shared cluster."""
+    stages: dict[str, list[str]] = {}
+    name = ""
+    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        parts = line.split()
+        if parts[:1] == ["FROM"]:
+            name = parts[-1]
+            stages[name] = []
+        elif name:
+            stages[name].append(line)
+    assert list(stages) == ["spark", "logbus"], "the last stage is the default image: logbus"
+    spark = "\n".join(stages["spark"])
+    assert not re.search(r"COPY\s+(broker|pipelines|mirror|dags)/|pip install[^\n]*\s\.", spark), spark
+    assert "pack-env" in "\n".join(stages["logbus"])
+    for service in ("spark-master", "spark-worker"):
+        assert compose["services"][service]["build"]["target"] == "spark"
+    assert compose["services"]["airflow"]["build"]["target"] == "logbus"
+    loader = yaml.safe_load((DOCKER / "conf" / "loader.yaml").read_text())
+    assert loader["spark"]["python_env"] == "./environment/bin/python"
+    assert loader["spark"]["archives"] == ["/opt/logbus/executor-env.tar.gz#environment"]
