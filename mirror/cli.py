@@ -67,13 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from broker.tools import CommandError
     from mirror.config import DEFAULT_STATUS_FILE, build_config
-    from mirror.stats import format_status
+    from mirror.stats import format_status, read_status
 
     if args.status:
         path = args.status_file or DEFAULT_STATUS_FILE
         try:
-            with open(path) as f:
-                status = json.load(f)
+            status = read_status(path)
         except (OSError, ValueError) as exc:
             raise CommandError(f"no status in {path} ({exc}); is a mirror-maker running with this --status.file?") from None
         print(json.dumps(status, indent=1, sort_keys=True) if args.json else format_status(status))

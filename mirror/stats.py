@@ -187,27 +187,69 @@ class Reporter:
         return status
 
 
+#: The status file's totals shown after its per-topic rows.
+STATUS_TOTALS = ("records_copied", "records_skipped_loop", "commits", "last_commit_age_s", "error")
+
+
+def status_view(status: dict[str, Any], now: float | None = None) -> dict[str, Any]:
+    """The status file as plain rows: the header facts, one row per (source, topic), the record
+    ages per source, the totals. What `--status` prints and `logbus console --mirror-status` shows."""
+    return {
+        "pid": status.get("pid"), "state": status.get("state", "?"),
+        "age_s": round((time.time() if now is None else now) - status.get("time", 0)),
+        "target": status.get("target_cluster_id", "?"),
+        "topics": [{"source": source, "topic": topic, "records": row.get("records", 0),
+                    "records_per_sec": row.get("records_per_sec", 0), "lag": row.get("lag")}
+                   for source, topics in sorted(status.get("sources", {}).items()) for topic, row in sorted(topics.items())],
+        "ages": [{"source": source, "p50": _bound(age["p50_s"]), "p99": _bound(age["p99_s"]), "batches": age["batches"]}
+                 for source, age in sorted((status.get("record_age") or {}).items()) if age.get("batches")],
+        "totals": {key: status[key] for key in STATUS_TOTALS if status.get(key) is not None},
+    }
+
+
+def read_status(path: str) -> dict[str, Any]:
+    """A mirror's status file (``--status.file``); OSError or ValueError when it cannot be read."""
+    with open(path) as f:
+        status = json.load(f)
+    if not isinstance(status, dict):
+        raise ValueError(f"{path} is not a mirror-maker status file")
+    return status
+
+
 def format_status(status: dict[str, Any]) -> str:
     """The status file as a table for `--status`."""
-    age = time.time() - status.get("time", 0)
+    view = status_view(status)
     lines = [
-        f"mirror-maker pid {status.get('pid')}: {status.get('state', '?')}, status written {age:.0f} s ago, "
-        f"target cluster {status.get('target_cluster_id', '?')}",
+        f"mirror-maker pid {view['pid']}: {view['state']}, status written {view['age_s']} s ago, "
+        f"target cluster {view['target']}",
         f"{'SOURCE':<20} {'TOPIC':<30} {'RECORDS':>12} {'REC/S':>10} {'LAG':>10}",
     ]
-    for source, topics in sorted(status.get("sources", {}).items()):
-        for topic, row in sorted(topics.items()):
-            lag = row.get("lag")
-            lines.append(f"{source:<20} {topic:<30} {row.get('records', 0):>12} {row.get('records_per_sec', 0):>10} "
-                         f"{'?' if lag is None else lag:>10}")
-    for source, age in sorted((status.get("record_age") or {}).items()):
-        if age.get("batches"):
-            lines.append(f"record age at the aggregate's ack, {source}: p50 {_bound(age['p50_s'])} s, "
-                         f"p99 {_bound(age['p99_s'])} s ({age['batches']} batches)")
-    for key in ("records_copied", "records_skipped_loop", "commits", "last_commit_age_s", "error"):
-        if status.get(key) is not None:
-            lines.append(f"{key}: {status[key]}")
+    for row in view["topics"]:
+        lag = row["lag"]
+        lines.append(f"{row['source']:<20} {row['topic']:<30} {row['records']:>12} {row['records_per_sec']:>10} "
+                     f"{'?' if lag is None else lag:>10}")
+    for age in view["ages"]:
+        lines.append(f"record age at the aggregate's ack, {age['source']}: p50 {age['p50']} s, "
+                     f"p99 {age['p99']} s ({age['batches']} batches)")
+    lines += [f"{key}: {value}" for key, value in view["totals"].items()]
     return "\n".join(lines)
+
+
+class MirrorStatusFiles:
+    """What `logbus console --mirror-status FILE ...` shows: each mirror's status file, read anew per page."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def statuses(self) -> list[dict[str, Any]]:
+        """One ``status_view`` per file (with ``file``), or ``{"file", "error"}`` when it cannot be read."""
+        out: list[dict[str, Any]] = []
+        for path in self.paths:
+            try:
+                out.append({"file": path, **status_view(read_status(path))})
+            except (OSError, ValueError) as exc:
+                out.append({"file": path, "error": f"cannot read {path}: {exc}"})
+        return out
 
 
 def _bound(value: Any) -> str:

@@ -10,13 +10,15 @@ from typing import Any
 from broker.console.collector import Collector
 from broker.console.lag_history import LagHistory
 from broker.console.reader import ClusterReader
+from broker.console.sources import LoadsSource, MirrorsSource
 from broker.console.web import Console, site
 from broker.console.zk_consumers import ZkConsumers
 from broker.tools import CommandError, zookeeper_session
 from broker.tools.access import ClusterAccess
 
 
-def serve(args: argparse.Namespace, access: ClusterAccess) -> int:
+def serve(args: argparse.Namespace, access: ClusterAccess, loads: LoadsSource | None = None,
+          mirrors: MirrorsSource | None = None) -> int:
     """Run the console until the reactor stops; 0 after a clean stop."""
     from twisted.internet import error
     from twisted.internet import reactor as default_reactor
@@ -32,7 +34,7 @@ def serve(args: argparse.Namespace, access: ClusterAccess) -> int:
         history = LagHistory(keep=args.history, window=args.window, stop_after=args.stop_after)
         collector = Collector(reader.sample, history, reactor, args.interval)
         try:
-            port = reactor.listenTCP(args.port, site(Console(collector, reader, zk, bootstrap)),
+            port = reactor.listenTCP(args.port, site(Console(collector, reader, zk, bootstrap, loads, mirrors)),
                                      interface=args.bind)
         except error.CannotListenError as exc:
             raise CommandError(f"cannot listen on {args.bind}:{args.port}: {exc.socketError}") from exc

@@ -142,3 +142,29 @@ def group_page(sample: ClusterSample, lag: LagView, name: str, zk_members: list[
 
 def _dash(value: int | None) -> int | str:
     return "-" if value is None else value
+
+
+def loads_page(runs: list[dict[str, Any]], warehouse: str) -> dict[str, Any]:
+    """The loader's runs, newest first, each with its validation verdict and a link to its Data Docs;
+    the count per status and per verdict on top."""
+    rows = []
+    for r in runs:
+        v = r.get("validation")
+        verdict = "-" if v is None else ("passed" if v.get("success") else "FAILED")
+        rows.append({"run_id": r["run_id"], "topic": r["topic"], "kind": r.get("kind", "load"), "status": r["status"],
+                     "partitions": r.get("partitions", 0), "ranges": r.get("ranges", ""),
+                     "records": _dash(r.get("records")), "errors": _dash(r.get("errors")),
+                     "duplicates": _dash(r.get("duplicates")), "validation": verdict,
+                     "checks": "-" if v is None else f"{v.get('evaluated', 0) - v.get('failed', 0)}/{v.get('evaluated', 0)}",
+                     "docs": v is not None})
+    counts: dict[str, int] = {}
+    for row in rows:
+        for key in (row["status"], f"validation {row['validation']}"):
+            counts[key] = counts.get(key, 0) + 1
+    return {"runs": rows, "warehouse": warehouse, "counts": sorted(counts.items())}
+
+
+def mirrors_page(statuses: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each mirror's status file as it wrote it: state, per source and topic the rate and lag, the
+    age of copied records at the aggregate's acknowledgement, the totals; a file that cannot be read says why."""
+    return {"mirrors": [{**s, "lagging": sum(1 for t in s.get("topics", []) if t.get("lag"))} for s in statuses]}

@@ -21,12 +21,16 @@ from broker.console import views
 from broker.console.collector import Collector
 from broker.console.lag_history import LagView
 from broker.console.reader import ClusterReader, ClusterSample
+from broker.console.sources import LoadsSource, MirrorsSource
 from broker.console.zk_consumers import ZkConsumers
 from broker.metrics_text import CONTENT_TYPE as METRICS_TYPE
 
 HTML = "text/html; charset=utf-8"
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'none'; frame-ancestors 'none'"
+#: A run's Data Docs page is one file with its styles inline: it may use those and nothing else.
+DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
+DOCS_TYPE = "text/html; charset=utf-8; docs"  # an HTML page that gets DOCS_CSP
 
 Answer = tuple[int, str, bytes]
 
@@ -50,11 +54,13 @@ class Console:
     """Answers a GET path with (code, content type, body), or a Deferred of it."""
 
     def __init__(self, collector: Collector, reader: ClusterReader, zk: ZkConsumers | None = None,
-                 bootstrap: str = "") -> None:
+                 bootstrap: str = "", loads: LoadsSource | None = None, mirrors: MirrorsSource | None = None) -> None:
         self.collector = collector
         self.reader = reader
         self.zk = zk
         self.bootstrap = bootstrap
+        self.loads = loads
+        self.mirrors = mirrors
         self.env = environment()
         self.static = static_files()
 
@@ -84,7 +90,25 @@ class Console:
             if self.zk is None:
                 return self._group(sample, lag, rest[0], None, None)
             return threads.deferToThread(self._group_with_zk, sample, lag, rest[0])
+        if head == "loads" and self.loads is not None and not rest:
+            return threads.deferToThread(self._loads, self.loads)
+        if head == "loads" and self.loads is not None and len(rest) == 3 and rest[2] == "docs":
+            return threads.deferToThread(self._docs, self.loads, rest[0], rest[1])
+        if head == "mirrors" and self.mirrors is not None and not rest:
+            return threads.deferToThread(self._mirrors, self.mirrors)
         return self._missing("No such page.")
+
+    def _loads(self, loads: LoadsSource) -> Answer:
+        return self._page("loads.html", "loads", views.loads_page(loads.runs(), loads.warehouse))
+
+    def _docs(self, loads: LoadsSource, topic: str, run_id: str) -> Answer:
+        page = loads.docs_page(topic, run_id)
+        if page is None:
+            return self._missing(f"Run {run_id} of topic '{topic}' has no Data Docs.")
+        return 200, DOCS_TYPE, page
+
+    def _mirrors(self, mirrors: MirrorsSource) -> Answer:
+        return self._page("mirrors.html", "mirrors", views.mirrors_page(mirrors.statuses()))
 
     def _topic(self, sample: ClusterSample, name: str) -> Answer:
         if not any(t.name == name for t in sample.cluster.topics):
@@ -112,7 +136,9 @@ class Console:
         latest = self.collector.latest
         age = max(round(self.collector.now() - latest.time), 0) if latest is not None else "-"
         html = self.env.get_template(template).render(section=section, bootstrap=self.bootstrap, age=age,
-                                                      interval=self.collector.interval, error=self.collector.error, **page)
+                                                      interval=self.collector.interval, error=self.collector.error,
+                                                      has_loads=self.loads is not None,
+                                                      has_mirrors=self.mirrors is not None, **page)
         return 200, HTML, html.encode()
 
 
@@ -126,7 +152,6 @@ class ConsoleResource(resource.Resource):
         self.console = console
 
     def render_GET(self, request: server.Request) -> Any:
-        request.setHeader(b"Content-Security-Policy", CSP.encode())
         request.setHeader(b"X-Content-Type-Options", b"nosniff")
         found = self.console.answer(request.uri.decode("utf-8", "replace"))
         if not isinstance(found, defer.Deferred):
@@ -139,7 +164,9 @@ class ConsoleResource(resource.Resource):
     def _write(self, request: server.Request, answer: Answer) -> bytes:
         code, kind, body = answer
         request.setResponseCode(code)
-        request.setHeader(b"Content-Type", kind.encode())
+        docs = kind == DOCS_TYPE
+        request.setHeader(b"Content-Security-Policy", (DOCS_CSP if docs else CSP).encode())
+        request.setHeader(b"Content-Type", (HTML if docs else kind).encode())
         return body
 
     def _finish(self, request: server.Request, answer: Answer) -> None:

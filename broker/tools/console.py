@@ -4,12 +4,14 @@ One process: a collector samples the cluster every ``--interval`` seconds in bat
 (``broker/console/reader.py``) and the pages are served from the last sample by twisted.web, bound
 to 127.0.0.1 unless ``--bind`` says otherwise. ``--command-config`` is a client .properties file
 (bootstrap.servers and the security keys of a secured cluster); ``--zookeeper`` adds the members
-and owners of ZooKeeper consumer groups.
+and owners of ZooKeeper consumer groups; ``--loader-config`` the loader's runs (``pipelines``) and
+``--mirror-status`` the mirrors' status files (``mirror``), both imported only when asked for.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from broker.client.connection import BrokerConnectionError
 from broker.protocol.errors import KafkaError
@@ -32,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a lagging partition whose committed offset has not moved this long is STOP (default 600)")
     parser.add_argument("--history", type=int, default=60, metavar="SAMPLES",
                         help="rounds of a group's total lag kept for its chart (default 60)")
+    parser.add_argument("--loader-config", metavar="loader.yaml",
+                        help="add the Loads page: the loader's runs, their validation and Data Docs")
+    parser.add_argument("--mirror-status", action="append", default=[], metavar="FILE",
+                        help="add the Mirrors page: a mirror-maker's --status.file (repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +48,24 @@ def run(args: argparse.Namespace) -> int:
     access = from_args(args)
     from broker.console.serve import serve
 
+    loads = _loads(args.loader_config) if args.loader_config else None
+    mirrors = None
+    if args.mirror_status:
+        from mirror.stats import MirrorStatusFiles
+
+        mirrors = MirrorStatusFiles(args.mirror_status)
     try:
-        return serve(args, access)
+        return serve(args, access, loads, mirrors)
     except (BrokerConnectionError, KafkaError, OSError) as exc:
         raise CommandError(f"cannot read the cluster at {access.bootstrap}: {exc}") from exc
+
+
+def _loads(path: str) -> Any:
+    """The loader's warehouse as the Loads page reads it; a bad config is one line."""
+    from pipelines.config import ConfigError
+    from pipelines.console_loads import WarehouseLoads
+
+    try:
+        return WarehouseLoads(path)
+    except ConfigError as exc:
+        raise CommandError(f"--loader-config {path}: {exc}") from None

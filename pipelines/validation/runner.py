@@ -73,6 +73,23 @@ class RunValidation:
                     "failed_checks": [f"{c['expectation']}: {c['check']}" for c in t.failures]} for t in self.topics}}
 
 
+def stored_validation(fs: WarehouseFS, topic: str, run_id: str) -> dict | None:
+    """The stored result of a topic's run (``validation.json``; its checks left out), None if never validated."""
+    try:
+        doc = json.loads(fs.read_bytes(f"{topic}/{VALIDATION}/{run_id}/validation.json"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return {k: v for k, v in doc.items() if k not in ("checks", "files")}
+
+
+def stored_docs_page(fs: WarehouseFS, topic: str, run_id: str) -> bytes | None:
+    """The Data Docs page of a topic's run, None if there is none."""
+    try:
+        return fs.read_bytes(f"{topic}/{VALIDATION}/{run_id}/{DOCS_PAGE}")
+    except FileNotFoundError:
+        return None
+
+
 # --- reading a run's rows ----------------------------------------------------------------------------
 
 def _ranges(manifest: dict) -> set[tuple[int, int, int]]:
