@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -127,8 +126,7 @@ def test_the_page_shows_the_arrow_type_check_of_every_declared_type(tmp_path):
         assert f"<td><code>{name[ftype]}</code></td><td><code>{want}</code></td><td><code>{want}</code></td>" in page
 
 
-@pytest.mark.integration
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+@pytest.mark.integration  # Debian's chromium: installed by make setup
 def test_headless_chromium_shows_the_page_and_requests_nothing(tmp_path):
     cfg = config(tmp_path)
     seed(tmp_path, cfg)
