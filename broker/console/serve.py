@@ -7,6 +7,7 @@ import argparse
 from contextlib import ExitStack
 from typing import Any
 
+from broker.console.actions import Actions
 from broker.console.collector import Collector
 from broker.console.lag_history import LagHistory
 from broker.console.reader import ClusterReader
@@ -34,7 +35,8 @@ def serve(args: argparse.Namespace, access: ClusterAccess, loads: LoadsSource | 
         history = LagHistory(keep=args.history, window=args.window, stop_after=args.stop_after)
         collector = Collector(reader.sample, history, reactor, args.interval)
         try:
-            port = reactor.listenTCP(args.port, site(Console(collector, reader, zk, bootstrap, loads, mirrors)),
+            port = reactor.listenTCP(args.port, site(Console(collector, reader, zk, bootstrap, loads, mirrors,
+                                                        Actions(access) if args.allow_actions else None)),
                                      interface=args.bind)
         except error.CannotListenError as exc:
             raise CommandError(f"cannot listen on {args.bind}:{args.port}: {exc.socketError}") from exc

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from importlib import resources
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import parse_qs, quote, unquote
 
 import jinja2
 from twisted.internet import defer, threads
 from twisted.web import resource, server
 
 from broker.console import views
+from broker.console.actions import ActionError, Actions
 from broker.console.collector import Collector
 from broker.console.lag_history import LagView
 from broker.console.reader import ClusterReader, ClusterSample
@@ -31,6 +32,7 @@ CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'n
 #: A run's Data Docs page is one file with its styles inline: it may use those and nothing else.
 DOCS_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
 DOCS_TYPE = "text/html; charset=utf-8; docs"  # an HTML page that gets DOCS_CSP
+ACTIONS = ("reset", "delete")  # --allow-actions: /groups/<group>/<action>, GET confirms, POST does it
 
 Answer = tuple[int, str, bytes]
 
@@ -54,18 +56,23 @@ class Console:
     """Answers a GET path with (code, content type, body), or a Deferred of it."""
 
     def __init__(self, collector: Collector, reader: ClusterReader, zk: ZkConsumers | None = None,
-                 bootstrap: str = "", loads: LoadsSource | None = None, mirrors: MirrorsSource | None = None) -> None:
+                 bootstrap: str = "", loads: LoadsSource | None = None, mirrors: MirrorsSource | None = None,
+                 actions: Actions | None = None) -> None:
         self.collector = collector
         self.reader = reader
         self.zk = zk
         self.bootstrap = bootstrap
         self.loads = loads
         self.mirrors = mirrors
+        self.actions = actions
         self.env = environment()
         self.static = static_files()
 
     def answer(self, path: str) -> Answer | defer.Deferred[Answer]:
         parts = [unquote(p) for p in path.split("?")[0].strip("/").split("/") if p]
+        if self.actions is not None and len(parts) == 3 and parts[0] == "groups" and parts[2] in ACTIONS:
+            query = {k: v[-1] for k, v in parse_qs(path.partition("?")[2]).items()}
+            return threads.deferToThread(self._confirm, self.actions, parts[2], parts[1], query)
         head, rest = (parts[0], parts[1:]) if parts else ("", [])
         if head == "static" and len(rest) == 1 and rest[0] in self.static:
             kind, body = self.static[rest[0]]
@@ -98,6 +105,47 @@ class Console:
             return threads.deferToThread(self._mirrors, self.mirrors)
         return self._missing("No such page.")
 
+    def act(self, path: str, form: dict[str, str]) -> Answer | defer.Deferred[Answer]:
+        """A POST: the confirmed action (``--allow-actions`` only; its token checked first)."""
+        parts = [unquote(p) for p in path.split("?")[0].strip("/").split("/") if p]
+        if self.actions is None or len(parts) != 3 or parts[0] != "groups" or parts[2] not in ACTIONS:
+            return 405, "text/plain; charset=utf-8", b"the console is read-only here\n"
+        return threads.deferToThread(self._execute, self.actions, parts[2], parts[1], form)
+
+    def _confirm(self, actions: Actions, action: str, group: str, query: dict[str, str]) -> Answer:
+        """What the action would do, and the form that does it."""
+        page: dict[str, Any] = {"group": group, "action_path": f"/groups/{quote(group, safe='')}/{action}",
+                                "token": actions.token(action, group), "fields": {}, "rows": [], "done": ""}
+        try:
+            if action == "reset":
+                page["rows"] = actions.plan_rows(actions.reset(group, query, execute=False))
+                page["fields"] = {k: query.get(k, "") for k in ("to", "value", "topic")}
+                page.update(title=f"Reset the offsets of group {group}?", confirm="Reset these offsets")
+            else:
+                page.update(title=f"Delete group {group}?", confirm="Delete the group and its committed offsets")
+        except ActionError as exc:
+            return self._action_page(page, 409, title=f"Cannot {action} group {group}", action_error=str(exc))
+        return self._action_page(page, 200)
+
+    def _execute(self, actions: Actions, action: str, group: str, form: dict[str, str]) -> Answer:
+        page: dict[str, Any] = {"group": group, "action_path": "", "token": "", "fields": {}, "rows": [], "done": ""}
+        try:
+            actions.check(form.get("token", ""), action, group)
+            if action == "reset":
+                page["rows"] = actions.plan_rows(actions.reset(group, form, execute=True))
+                page.update(title=f"Offsets of group {group} reset", done="Committed.")
+            else:
+                actions.delete(group)
+                page.update(title=f"Group {group} deleted", done="Deleted.")
+        except ActionError as exc:
+            code = 403 if "token" in str(exc) else 409
+            return self._action_page(page, code, title=f"Group {group}: nothing was changed", action_error=str(exc))
+        return self._action_page(page, 200)
+
+    def _action_page(self, page: dict[str, Any], code: int, **more: Any) -> Answer:
+        _, kind, body = self._page("action.html", "groups", {"action_error": "", "confirm": "", **page, **more})
+        return code, kind, body
+
     def _loads(self, loads: LoadsSource) -> Answer:
         return self._page("loads.html", "loads", views.loads_page(loads.runs(), loads.warehouse))
 
@@ -126,7 +174,7 @@ class Console:
         page = views.group_page(sample, lag, name, members, owners)
         if page is None:
             return self._missing(f"Consumer group '{name}' does not exist.")
-        return self._page("group.html", "groups", page)
+        return self._page("group.html", "groups", {**page, "allow_actions": self.actions is not None})
 
     def _missing(self, what: str) -> Answer:
         code, kind, body = self._page("not_found.html", "", {"what": what})
@@ -153,7 +201,14 @@ class ConsoleResource(resource.Resource):
 
     def render_GET(self, request: server.Request) -> Any:
         request.setHeader(b"X-Content-Type-Options", b"nosniff")
-        found = self.console.answer(request.uri.decode("utf-8", "replace"))
+        return self._reply(request, self.console.answer(request.uri.decode("utf-8", "replace")))
+
+    def render_POST(self, request: server.Request) -> Any:
+        request.setHeader(b"X-Content-Type-Options", b"nosniff")
+        form = {k.decode("utf-8", "replace"): v[-1].decode("utf-8", "replace") for k, v in (request.args or {}).items()}
+        return self._reply(request, self.console.act(request.uri.decode("utf-8", "replace"), form))
+
+    def _reply(self, request: server.Request, found: Answer | defer.Deferred[Answer]) -> Any:
         if not isinstance(found, defer.Deferred):
             return self._write(request, found)
         found.addCallback(lambda answer: self._finish(request, answer))

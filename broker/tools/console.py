@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="add the Loads page: the loader's runs, their validation and Data Docs")
     parser.add_argument("--mirror-status", action="append", default=[], metavar="FILE",
                         help="add the Mirrors page: a mirror-maker's --status.file (repeatable)")
+    parser.add_argument("--allow-actions", action="store_true",
+                        help="let the group pages reset a group's offsets and delete a group, each after a "
+                             "confirmation (off: the console is read-only)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from broker.cluster.offset_store import ZkOffsetStore
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.tools import CommandError, zookeeper_session
-from broker.tools.access import from_args
+from broker.tools.access import ClusterAccess, from_args
 from broker.tools.reset_offsets import parse_topic_scope
 
 
@@ -71,17 +71,23 @@ def _zk_delete(store: ZkOffsetStore, group: str) -> int:
     return ErrorCode.NONE if store.delete_group(group) else ErrorCode.GROUP_ID_NOT_FOUND
 
 
+def delete_groups(access: ClusterAccess, groups: list[str], brokers: dict[int, str] | None = None) -> dict[str, int]:
+    """DeleteGroups at each group's coordinator: {group: error code} (NON_EMPTY_GROUP while it has members)."""
+    brokers = brokers if brokers is not None else access.metadata()[0]
+    codes = {}
+    for group in groups:
+        with access.connect(access.coordinator(group, brokers)[1]) as conn:
+            answer = conn.request(ApiKey.DELETE_GROUPS, 1, {"groups_names": [group]})
+        codes[group] = answer["results"][0]["error_code"]
+    return codes
+
+
 def _over_bootstrap(args: argparse.Namespace, groups: list[str]) -> int:
     access = from_args(args)
     try:
         brokers, leaders = access.metadata()
         if args.delete:
-            codes = {}
-            for group in groups:
-                with access.connect(access.coordinator(group, brokers)[1]) as conn:
-                    answer = conn.request(ApiKey.DELETE_GROUPS, 1, {"groups_names": [group]})
-                codes[group] = answer["results"][0]["error_code"]
-            return _report_groups(codes)
+            return _report_groups(delete_groups(access, groups, brokers))
         chosen = {t: parts if parts is not None else sorted(p for (n, p) in leaders if n == t)
                   for t, parts in parse_topics(args.topic).items()}
         body = {

@@ -188,35 +188,41 @@ def reset_bootstrap(args: argparse.Namespace) -> int:
         raise CommandError("One of the reset scopes should be defined: --all-topics, --topic.")
     if not (args.dry_run or args.execute):
         print(NO_EXECUTE_WARNING, file=sys.stderr)
-    access = from_args(args)
-    brokers, leaders = access.metadata()
-    with access.connect(access.coordinator(args.group, brokers)[1]) as conn:
-        described = conn.request(ApiKey.DESCRIBE_GROUPS, 4, {"groups": [args.group], "include_authorized_operations": False})
-        committed = conn.request(ApiKey.OFFSET_FETCH, 5, {"group_id": args.group, "topics": None})
-    state = described["groups"][0]["group_state"]
-    if args.execute and state not in INACTIVE_STATES:
-        raise CommandError(f"Assignments can only be reset if the group '{args.group}' is inactive, "
-                           f"but the current state is {state}.")
-    current = {(t["name"], p["partition_index"]): p["committed_offset"]
-               for t in committed["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
-    partitions = _scope(args, leaders, current)
-    facts = _facts(access, brokers, leaders, partitions, current, scenario)
-    plan = plan_reset(scenario, facts)
-    if args.execute:
-        commit_offsets(access, brokers, args.group, plan)
+    plan = reset_group(from_args(args), args.group, scenario, None if args.all_topics else args.topic, args.execute)
     for line in format_plan(args.group, plan):
         print(line)
     return 0
 
 
-def _scope(args: argparse.Namespace, leaders: Mapping[TopicPartition, int],
+def reset_group(access: ClusterAccess, group: str, scenario: Scenario, topics: list[str] | None, execute: bool,
+                warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> dict[TopicPartition, int]:
+    """The new offsets of ``group`` on ``topics`` (``TOPIC[:P,P]`` each; None: every topic it has
+    offsets for), committed when ``execute``; CommandError when the group is active and ``execute``."""
+    brokers, leaders = access.metadata()
+    with access.connect(access.coordinator(group, brokers)[1]) as conn:
+        described = conn.request(ApiKey.DESCRIBE_GROUPS, 4, {"groups": [group], "include_authorized_operations": False})
+        committed = conn.request(ApiKey.OFFSET_FETCH, 5, {"group_id": group, "topics": None})
+    state = described["groups"][0]["group_state"]
+    if execute and state not in INACTIVE_STATES:
+        raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
+                           f"but the current state is {state}.")
+    current = {(t["name"], p["partition_index"]): p["committed_offset"]
+               for t in committed["topics"] for p in t["partitions"] if p["committed_offset"] >= 0}
+    partitions = _scope(topics, leaders, current)
+    plan = plan_reset(scenario, _facts(access, brokers, leaders, partitions, current, scenario), warn)
+    if execute:
+        commit_offsets(access, brokers, group, plan)
+    return plan
+
+
+def _scope(topics: list[str] | None, leaders: Mapping[TopicPartition, int],
            current: Mapping[TopicPartition, int]) -> list[TopicPartition]:
-    """The partitions to reset: the named ones, or every one the group has offsets for."""
-    if args.all_topics:
-        topics = {t for t, _ in current}
-        return sorted(tp for tp in leaders if tp[0] in topics)
+    """The partitions to reset: the named ones, or (None) every one the group has offsets for."""
+    if topics is None:
+        named = {t for t, _ in current}
+        return sorted(tp for tp in leaders if tp[0] in named)
     out = []
-    for topic, parts in parse_topic_scope(args.topic).items():
+    for topic, parts in parse_topic_scope(topics).items():
         known = sorted(p for t, p in leaders if t == topic)
         if not known:
             raise CommandError(f"Topic '{topic}' does not exist")
