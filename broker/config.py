@@ -310,6 +310,10 @@ BROKER_CONFIG = ConfigDef(
         _k("replica.fetch.max.bytes", Type.INT, 1048576, 0),
         _k("replica.fetch.min.bytes", Type.INT, 1),
         _k("replica.fetch.wait.max.ms", Type.INT, 500),
+        _k("leader.replication.throttled.rate", Type.LONG, LONG_MAX, 0,
+           doc="Bytes/s a leader sends followers of the replicas topics name in leader.replication.throttled.replicas"),
+        _k("follower.replication.throttled.rate", Type.LONG, LONG_MAX, 0,
+           doc="Bytes/s a follower fetches of the replicas topics name in follower.replication.throttled.replicas"),
         _k("replica.fetch.backoff.ms", Type.INT, 1000, 0),
         _k("replica.socket.timeout.ms", Type.INT, 30000),
         _k("num.replica.fetchers", Type.INT, 1),
@@ -415,6 +419,8 @@ class BrokerConfig:
     replica_fetch_max_bytes: int
     replica_fetch_min_bytes: int
     replica_fetch_wait_max_ms: int
+    leader_replication_throttled_rate: int
+    follower_replication_throttled_rate: int
     replica_fetch_backoff_ms: int
     replica_socket_timeout_ms: int
     num_replica_fetchers: int

@@ -37,6 +37,7 @@ from broker.server.metrics import BrokerMetrics, listen_metrics
 from broker.server.partition_states import ZkPartitionStates
 from broker.server.replica_fetcher import ReplicaFetcherManager
 from broker.server.replica_manager import ReplicaManager
+from broker.server.replication_quota import ReplicationQuota
 from broker.server.tls import ServerTlsContext
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
 from broker.storage.cleaner_manager import LogCleanerManager
@@ -87,6 +88,9 @@ class Broker:
         self.request_principal: str = ANONYMOUS  # who sent the request being dispatched (SASL login, else ANONYMOUS)
         self.request_listener: str | None = None  # the listener it came in on (Metadata answers with its endpoints)
         self.log_config = LogConfig.from_broker(config.props)
+        # reassign-partitions --throttle: what leaders send and followers fetch of throttled replicas
+        self.leader_quota = ReplicationQuota(config.leader_replication_throttled_rate)
+        self.follower_quota = ReplicationQuota(config.follower_replication_throttled_rate)
         self.metadata = MetadataCache()
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
@@ -161,6 +165,7 @@ class Broker:
             ZkPartitionStates(zk),
             self.metrics,
             ReplicaFetcherManager(self),
+            self.leader_quota,
         )
         try:
             zk.ensure_paths()

@@ -15,8 +15,10 @@ from twisted.internet import defer, threads
 from twisted.logger import Logger
 
 from broker.cluster.zkdata import ConfigType
+from broker.config import BROKER_CONFIG
 from broker.configdef import ConfigError
 from broker.protocol.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
+from broker.server.replication_quota import THROTTLE_RATES
 from broker.storage.config import BROKER_TO_TOPIC, TOPIC_CONFIG, LogConfig
 
 if TYPE_CHECKING:
@@ -28,7 +30,8 @@ log = Logger()
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 #: Broker keys Kafka lets an operator change without a restart (the log defaults, per broker or cluster-wide).
-DYNAMIC_BROKER_KEYS = frozenset(BROKER_TO_TOPIC) | {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms"}
+DYNAMIC_BROKER_KEYS = frozenset(BROKER_TO_TOPIC) | {"log.retention.ms", "log.roll.ms", "log.flush.interval.ms"} | set(
+    THROTTLE_RATES)
 #: Keys whose value is a comma-separated list (IncrementalAlterConfigs APPEND and SUBTRACT apply to them).
 LIST_KEYS = frozenset({"cleanup.policy", "log.cleanup.policy"})
 
@@ -58,10 +61,17 @@ def validate(entity_type: str, config: Mapping[str, str]) -> None:
         if fixed:
             raise InvalidConfigError(f"Cannot update these configs dynamically: {', '.join(fixed)}")
         LogConfig.from_broker(config)
+        throttle_rates(config)
     except (ConfigError, ValueError) as exc:
         if isinstance(exc, InvalidConfigError):
             raise
         raise InvalidConfigError(str(exc)) from None
+
+
+def throttle_rates(props: Mapping[str, str]) -> dict[str, int]:
+    """The two replication throttle rates of a broker's props (Kafka's default: unlimited)."""
+    return {key: BROKER_CONFIG.parse_value(key, props[key]) if key in props else BROKER_CONFIG.default(key)
+            for key in THROTTLE_RATES}
 
 
 def apply_operations(current: Mapping[str, str], operations: list[dict[str, Any]]) -> dict[str, str]:
@@ -185,9 +195,15 @@ class ConfigChangeListener:
     def _apply_broker_props(self, props: dict[str, str]) -> None:
         try:
             config = LogConfig.from_broker(props)
+            rates = throttle_rates(props)
         except (ConfigError, ValueError) as exc:
             log.warn("ignoring invalid dynamic broker config: {exc}", exc=exc)
             return
+        for key, quota in (("leader.replication.throttled.rate", self.broker.leader_quota),
+                           ("follower.replication.throttled.rate", self.broker.follower_quota)):
+            if quota.rate != rates[key]:
+                log.info("{key} is now {rate} bytes/s", key=key, rate=rates[key])
+                quota.rate = rates[key]
         if config != self.broker.log_config:
             log.info("broker-wide log defaults changed by a dynamic broker config")
             self.broker.log_config = config

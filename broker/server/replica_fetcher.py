@@ -19,6 +19,7 @@ from broker.protocol.messages import ApiKey
 from broker.protocol.records import Tail, iter_batches
 from broker.protocol.records import layout as batch
 from broker.server.kafka_client import KafkaClientProtocol
+from broker.server.replication_quota import FOLLOWER_REPLICAS, is_throttled
 from broker.storage.leader_epoch import UNDEFINED_EPOCH
 
 if TYPE_CHECKING:
@@ -201,6 +202,14 @@ class ReplicaFetcher:
 
     @defer.inlineCallbacks
     def _fetch(self, ready: dict[tuple[str, int], FetchState]) -> Any:
+        quota = self.broker.follower_quota
+        throttled = {tp for tp, s in ready.items()
+                     if quota.limited and is_throttled(s.partition.log.config, FOLLOWER_REPLICAS, tp[1], self.broker.broker_id)}
+        if throttled and quota.exceeded():  # over follower.replication.throttled.rate: the others only
+            ready = {tp: s for tp, s in ready.items() if tp not in throttled}
+            if not ready:
+                yield self._sleep(min(self.backoff_s, quota.window_s / 10))
+                return
         topics: dict[str, list[dict]] = {}
         offsets = {}
         for tp, s in ready.items():
@@ -234,6 +243,8 @@ class ReplicaFetcher:
                 if fetched is None or self.partitions.get(tp) is not fetched:
                     continue  # the partition moved while the fetch was out
                 s = fetched
+                if tp in throttled and part["records"]:
+                    quota.record(len(part["records"]))
                 try:
                     self._process(s, offsets[tp], part)
                 except KafkaError as exc:

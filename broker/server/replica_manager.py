@@ -14,7 +14,7 @@ live here. Collaborators (clock, state store, metrics, follower fetchers) are in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from twisted.internet import defer
@@ -35,6 +35,7 @@ from broker.server.delayed_produce import ProducePurgatory
 from broker.server.metadata import MetadataCache, PartitionInfo
 from broker.server.partition import ACKS_ALL, Partition
 from broker.server.purgatory import TopicPartition
+from broker.server.replication_quota import LEADER_REPLICAS, ReplicationQuota, is_throttled
 from broker.storage.config import LogConfig
 from broker.storage.file_slice import FileSlice
 from broker.storage.log import PartitionLog
@@ -130,6 +131,7 @@ class ReplicaManager:
     states: PartitionStateStore
     metrics: IsrMetrics
     fetchers: FollowerFetchers
+    leader_quota: ReplicationQuota = field(default_factory=ReplicationQuota)  # leader.replication.throttled.rate
 
     def __post_init__(self) -> None:
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -408,7 +410,10 @@ class ReplicaManager:
                 plog = leader.log
                 high_watermark, log_start_offset = plog.high_watermark, plog.log_start_offset
                 limit = min(item.max_bytes, remaining)
-                if limit <= 0 and total:
+                throttled = follower and self._leader_throttled(plog.config, item.partition)
+                if throttled and self.leader_quota.exceeded():
+                    limit = 0  # over leader.replication.throttled.rate: this replica waits
+                if limit <= 0 and (total or throttled):
                     parts.append(FetchedPartition(item.topic, item.partition, ErrorCode.NONE, high_watermark, log_start_offset))
                     continue
                 result = plog.read(
@@ -432,7 +437,13 @@ class ReplicaManager:
             if result.records is not None:
                 total += result.records.size
                 remaining -= result.records.size
+                if throttled:
+                    self.leader_quota.record(result.records.size)
         return FetchResult(parts, total, failed)
+
+    def _leader_throttled(self, config: LogConfig, partition: int) -> bool:
+        """Whether sending this replica to followers counts against leader.replication.throttled.rate."""
+        return self.leader_quota.limited and is_throttled(config, LEADER_REPLICAS, partition, self.broker_id)
 
     # -- stop ---------------------------------------------------------------------------------
 

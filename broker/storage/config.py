@@ -27,6 +27,29 @@ def _cleanup_policy(parts: list[str]) -> str:
     return ",".join(sorted({p.lower() for p in parts}))
 
 
+ALL_REPLICAS = "*"
+
+
+def parse_throttled_replicas(value: str | None) -> frozenset[tuple[int, int]] | str:
+    """``0:1,0:2,1:3`` -> {(partition, broker)}; ``*`` -> ALL_REPLICAS; empty or None -> none.
+    ValueError names the entry that is neither."""
+    text = (value or "").strip()
+    if text == ALL_REPLICAS:
+        return ALL_REPLICAS
+    out = set()
+    for entry in (e.strip() for e in text.split(",") if e.strip()):
+        partition, sep, broker = entry.partition(":")
+        if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
+            raise ValueError(f"{entry!r} is not partition:broker (or use * for every replica)")
+        out.add((int(partition), int(broker)))
+    return frozenset(out)
+
+
+def check_throttled_replicas(value: str | None) -> None:
+    """The throttled-replicas keys' validator (``parse_throttled_replicas`` raising)."""
+    parse_throttled_replicas(value)
+
+
 def _unused(name: str, note: str = "") -> Key:
     """A valid Kafka topic key storage does not act on; kept verbatim in LogConfig.other."""
     return Key(name, Type.STRING, None, doc="Accepted, not used" + (f": {note}" if note else "."))
@@ -74,8 +97,14 @@ TOPIC_CONFIG = ConfigDef(
         Key("message.timestamp.after.max.ms", Type.LONG, None, Range(0),
             "As message.timestamp.difference.max.ms, for records newer than the broker's time only."),
         _unused("message.format.version", "the log stores what the producer sent"),
-        _unused("message.downconversion.enable"), _unused("leader.replication.throttled.replicas", "no throttling"),
-        _unused("follower.replication.throttled.replicas"), _unused("compression.gzip.level"),
+        _unused("message.downconversion.enable"),
+        Key("leader.replication.throttled.replicas", Type.STRING, None, validator=check_throttled_replicas,
+            doc="Replicas (partition:broker,..., or *) whose leader's sending to followers counts against "
+                "leader.replication.throttled.rate (set by reassign-partitions --throttle)."),
+        Key("follower.replication.throttled.replicas", Type.STRING, None, validator=check_throttled_replicas,
+            doc="Replicas (partition:broker,..., or *) whose fetching by their follower counts against "
+                "follower.replication.throttled.rate (set by reassign-partitions --throttle)."),
+        _unused("compression.gzip.level"),
         _unused("compression.lz4.level"), _unused("compression.zstd.level"),
         _unused("remote.storage.enable", "no tiered storage"), _unused("local.retention.ms"),
         _unused("local.retention.bytes"),
@@ -194,6 +223,7 @@ class LogConfig:
             if key.attr in _ATTRS:
                 changes[key.attr] = key.parse(_given(name, topic_props))
             else:
+                key.parse(_given(name, topic_props))  # refused in one line when bad, kept verbatim when good
                 other[name] = str(value)
         return dataclasses.replace(self, other=other, **changes)
 

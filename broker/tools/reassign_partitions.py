@@ -1,8 +1,9 @@
 """`logbus reassign-partitions --zookeeper Z`: Kafka's kafka-reassign-partitions, in its JSON.
 
     --generate --topics-to-move-json-file t.json --broker-list 1,2,3   print current and proposed assignments
-    --execute --reassignment-json-file r.json                          write /admin/reassign_partitions
+    --execute --reassignment-json-file r.json [--throttle B/s]         write /admin/reassign_partitions
     --verify --reassignment-json-file r.json                           report each partition's progress
+                                                                       (and remove the throttle when done)
     --cancel                                                           stop after the current step
 
 The controller carries a reassignment out (broker/cluster/controller.py): new replicas are added,
@@ -18,7 +19,8 @@ from typing import Any
 
 from broker.cluster.assignment import assign_replicas
 from broker.cluster.zk import ZkClient
-from broker.cluster.zkdata import ReassignPartitionsZNode
+from broker.cluster.zkdata import ConfigType, ReassignPartitionsZNode
+from broker.server.replication_quota import FOLLOWER_REPLICAS, LEADER_REPLICAS, THROTTLE_RATES
 from broker.tools import CommandError, zookeeper_session
 
 TopicPartition = tuple[str, int]
@@ -35,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker-list", metavar="ID,ID", help="brokers to spread the topics over (--generate)")
     parser.add_argument("--reassignment-json-file", metavar="FILE",
                         help='{"version":1,"partitions":[{"topic","partition","replicas"}]}')
+    parser.add_argument("--throttle", type=int, default=-1, metavar="BYTES/S",
+                        help="with --execute: cap the moving replicas' replication at this rate on every broker "
+                             "involved; --verify removes the throttle once the reassignment is complete")
 
 
 def _read_json(path: str | None, flag: str) -> Any:
@@ -108,7 +113,7 @@ def generate(zk: ZkClient, topics_file: str | None, broker_list: str | None) -> 
     return 0
 
 
-def execute(zk: ZkClient, path: str | None) -> int:
+def execute(zk: ZkClient, path: str | None, throttle: int = -1) -> int:
     wanted = read_reassignment(path)
     if zk.exists(ReassignPartitionsZNode.path(), retry=True):
         raise CommandError("There is an existing assignment running.")
@@ -119,10 +124,47 @@ def execute(zk: ZkClient, path: str | None) -> int:
         raise CommandError(f"brokers {unknown} are not live: every target replica must be a live broker")
     print(f"Current partition replica assignment\n\n{_as_json(current)}\n")
     print("Save this to use as the --reassignment-json-file option during rollback")
+    if throttle >= 0:
+        set_throttle(zk, current, wanted, throttle)
+        print(f"Warning: You must run --verify periodically, until the reassignment completes, to ensure the "
+              f"throttle is removed.\nThe inter-broker throttle limit was set to {throttle} B/s")
     if not zk.create(ReassignPartitionsZNode.path(), ReassignPartitionsZNode.encode(wanted), retry=True):
         raise CommandError("There is an existing assignment running.")
     print("Successfully started partition reassignments for " + ",".join(f"{t}-{p}" for t, p in sorted(wanted)))
     return 0
+
+
+def set_throttle(zk: ZkClient, current: dict[TopicPartition, list[int]], wanted: dict[TopicPartition, list[int]],
+                 rate: int) -> None:
+    """As Kafka's tool: both rates on every broker of the old and new replicas; per topic, the old
+    replicas as throttled leaders and the new ones as throttled followers."""
+    for broker_id in sorted({b for replicas in [*current.values(), *wanted.values()] for b in replicas}):
+        config = zk.entity_config(ConfigType.BROKER, str(broker_id))
+        zk.change_entity_config(ConfigType.BROKER, str(broker_id), {**config, **dict.fromkeys(THROTTLE_RATES, str(rate))})
+    for topic in sorted({t for t, _ in wanted}):
+        moves = {p: (current.get((t, p), []), target) for (t, p), target in wanted.items() if t == topic}
+        leaders = ",".join(f"{p}:{b}" for p, (old, _) in sorted(moves.items()) for b in old)
+        followers = ",".join(f"{p}:{b}" for p, (old, new) in sorted(moves.items()) for b in new if b not in old)
+        config = zk.entity_config(ConfigType.TOPIC, topic)
+        zk.change_entity_config(ConfigType.TOPIC, topic, {**config, LEADER_REPLICAS: leaders, FOLLOWER_REPLICAS: followers})
+
+
+def remove_throttle(zk: ZkClient, wanted: dict[TopicPartition, list[int]]) -> bool:
+    """Remove what set_throttle wrote (the topics' lists, every broker's rates); whether any was there."""
+    removed = False
+    for topic in sorted({t for t, _ in wanted}):
+        config = zk.entity_config(ConfigType.TOPIC, topic)
+        if LEADER_REPLICAS in config or FOLLOWER_REPLICAS in config:
+            zk.change_entity_config(ConfigType.TOPIC, topic, {k: v for k, v in config.items()
+                                                              if k not in (LEADER_REPLICAS, FOLLOWER_REPLICAS)})
+            removed = True
+    for broker_id in sorted(zk.live_brokers()):
+        config = zk.entity_config(ConfigType.BROKER, str(broker_id))
+        if any(k in config for k in THROTTLE_RATES):
+            zk.change_entity_config(ConfigType.BROKER, str(broker_id), {k: v for k, v in config.items()
+                                                                        if k not in THROTTLE_RATES})
+            removed = True
+    return removed
 
 
 def verify(zk: ZkClient, path: str | None) -> int:
@@ -142,6 +184,8 @@ def verify(zk: ZkClient, path: str | None) -> int:
         else:
             print(f"Reassignment of partition {name} failed")
             complete = False
+    if complete and remove_throttle(zk, wanted):
+        print("Throttle was removed.")
     return 0 if complete else 1
 
 
@@ -150,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         if args.generate:
             return generate(zk, args.topics_to_move_json_file, args.broker_list)
         if args.execute:
-            return execute(zk, args.reassignment_json_file)
+            return execute(zk, args.reassignment_json_file, args.throttle)
         if args.verify:
             return verify(zk, args.reassignment_json_file)
         zk.delete(ReassignPartitionsZNode.path(), retry=True)

@@ -383,11 +383,25 @@ def test_reassign_partitions_under_idempotent_produce_loses_and_duplicates_nothi
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [2]},
                                                              {"topic": name, "partition": 1, "replicas": [2, 1]}]}))
     started = _logbus("reassign-partitions", "--zookeeper", cluster.zk.connect, "--execute",
-                      "--reassignment-json-file", str(plan))
+                      "--reassignment-json-file", str(plan), "--throttle", "4000000")
     assert started.returncode == 0 and "Successfully started" in started.stdout, started.stderr
+    assert "throttle limit was set to 4000000 B/s" in started.stdout
+    throttled = cluster.zk.entity_config("topics", name)  # the old replicas lead, the new ones follow, throttled
+    assert (throttled["leader.replication.throttled.replicas"], throttled["follower.replication.throttled.replicas"]) == (
+        "0:1,1:1", "0:2,1:2")
+    assert cluster.zk.entity_config("brokers", "2")["follower.replication.throttled.rate"] == "4000000"
     verify = ["reassign-partitions", "--zookeeper", cluster.zk.connect, "--verify", "--reassignment-json-file", str(plan)]
-    wait_until(lambda: _logbus(*verify).returncode == 0, 30, interval=0.5, what="--verify reporting completion")
-    assert "completed successfully" in _logbus(*verify).stdout
+    reports: list[str] = []
+
+    def verified() -> bool:
+        out = _logbus(*verify)
+        reports.append(out.stdout)
+        return out.returncode == 0
+
+    wait_until(verified, 30, interval=0.5, what="--verify reporting completion")
+    assert "completed successfully" in reports[-1] and "Throttle was removed." in reports[-1]
+    assert "follower.replication.throttled.replicas" not in cluster.zk.entity_config("topics", name)
+    assert "follower.replication.throttled.rate" not in cluster.zk.entity_config("brokers", "2")
     wait_until(lambda: len(acked) > 50 + 50, 20, what="records acknowledged after the move")
     stop.set()
     producing.join(30)
