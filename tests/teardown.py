@@ -3,6 +3,7 @@ stopped, and whatever it wrote to ZooKeeper is removed, even when the test fails
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -44,3 +45,13 @@ def delete_znodes(connect_string: str, paths: Iterable[str]) -> None:
     finally:
         cleaner.stop()
         cleaner.close()
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    """SIGTERM a child process, SIGKILL it if it is still there after ``timeout`` seconds, reap it."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)

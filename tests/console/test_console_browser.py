@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.client.zk_consumer import ZookeeperConsumerConnector
 from broker.tools import log_dirs
 from tests.producing import produce
+from tests.teardown import terminate
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration  # Debian's chromium and chromium-driver: installed by make setup
@@ -49,12 +50,7 @@ def console_url(broker_factory, zk_chroot) -> Iterator[tuple[str, str]]:
         assert f"logbus console: error: cannot listen on 127.0.0.1:{port}" in taken.stderr
         yield found.group(1), bootstrap
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        terminate(proc)
 
 
 @pytest.fixture

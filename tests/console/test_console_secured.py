@@ -18,7 +18,7 @@ from broker.client.producer import Producer
 from broker.client.security import ClientSecurity
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from tests.security.conftest import SaslSslBroker, start_sasl_ssl_broker
-from tests.teardown import delete_znodes
+from tests.teardown import delete_znodes, terminate
 
 pytestmark = pytest.mark.integration
 
@@ -79,9 +79,4 @@ def test_the_console_reads_a_sasl_ssl_cluster_through_its_command_config(secured
         assert 'id="total-lag">6<' in group
         assert 'logbus_consumer_group_lag{group="auditors",topic="payments",partition="0"} 6' in page("/metrics")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        terminate(proc)

@@ -22,6 +22,7 @@ from pipelines.loader import Loader
 from pipelines.manifest import OffsetStore
 from pipelines.metrics_push import push_url
 from tests.pipelines.helpers import create_topics, json_topic, loader_config, new_topic, produce, produce_events
+from tests.teardown import terminate
 from tests.waiting import wait_until
 
 PUSHGATEWAY = "/usr/bin/prometheus-pushgateway"
@@ -43,12 +44,7 @@ def pushgateway(tmp_path: Path) -> Iterator[str]:
         assert proc.poll() is None, (tmp_path / "pushgateway.out").read_text()
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        terminate(proc, 10)
 
 
 def _ready(url: str) -> bool:
