@@ -119,10 +119,11 @@ def broker(broker_factory: BrokerFactory) -> BrokerProcess:
     return broker_factory()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One SparkSession per module for the loader and DAG tests: local[2,4] (two cores, and a
-    failed task is retried up to 4 times); the inline load step uses the active session."""
+    """One SparkSession for all the loader and DAG tests of the run (a new SparkContext and its
+    Python workers for each module cost seconds each): local[2,4] (two cores, and a failed task
+    is retried up to 4 times); the inline load step uses the active session. Stopped at the end."""
     import os
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
