@@ -6,6 +6,7 @@ from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from tests.coordinator.conftest import GROUP_BROKER, create_topic, unique, wait_until
+from tests.starting import start_together
 
 E = ErrorCode
 
@@ -138,7 +139,7 @@ def test_rebalance_protocol(group_broker):
 def test_non_coordinator_answers_not_coordinator(broker_factory):
     from broker.coordinator.placement import coordinator_for
 
-    brokers = [broker_factory(overrides=GROUP_BROKER, broker_id=i) for i in (1, 2)]
+    brokers = start_together([broker_factory(overrides=GROUP_BROKER, broker_id=i, start=False) for i in (1, 2)])
     group = unique("where")
     owner = coordinator_for(group, [1, 2])
     other = next(b for b in brokers if int(b.broker_id) != owner)
