@@ -25,7 +25,7 @@ settings.load_profile("logbus")
 # using any of them is an integration test. `make test-fast` (pytest -m "not integration") runs
 # the rest: unit and property tests, no ZooKeeper, broker, Spark, JVM or Airflow.
 INTEGRATION_FIXTURES = frozenset({
-    "zookeeper", "zk_chroot", "zk_client", "broker_factory", "broker", "group_broker", "cluster", "clusters",
+    "zookeeper", "zk_chroot", "zk_client", "broker_factory", "broker", "module_broker", "group_broker", "cluster", "clusters",
     "mirrors", "spark", "airflow_db", "pushgateway", "compose",
 })
 
@@ -81,6 +81,18 @@ def zk_client(zk_chroot: str) -> Iterator[ZkClient]:
 BrokerFactory = Callable[..., BrokerProcess]
 
 
+def broker_props(broker_id: int, home: Path, zk_connect: str) -> dict[str, str]:
+    """A test broker's server.properties: a free port, log dirs under ``home``, short ZooKeeper sessions."""
+    return {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+        "log.dirs": str(home / "data"),
+        "zookeeper.connect": zk_connect,
+        # short sessions: a kill -9'd broker's registration expires quickly
+        "zookeeper.session.timeout.ms": "6000",
+    }
+
+
 @pytest.fixture
 def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
     """``broker_factory(overrides=None, broker_id=None, start=True)`` starts a broker process
@@ -96,15 +108,7 @@ def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
         bid = broker_id if broker_id is not None else next(i for i in ids if i not in used)
         used.add(bid)
         home = tmp_path / f"broker-{next(seq)}"
-        props = {
-            "broker.id": str(bid),
-            "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
-            "log.dirs": str(home / "data"),
-            "zookeeper.connect": zk_chroot,
-            # short sessions: a kill -9'd broker's registration expires quickly
-            "zookeeper.session.timeout.ms": "6000",
-        }
-        proc = keep(BrokerProcess(props, home, {k: str(v) for k, v in (overrides or {}).items()}))
+        proc = keep(BrokerProcess(broker_props(bid, home, zk_chroot), home, {k: str(v) for k, v in (overrides or {}).items()}))
         if start:
             proc.start()
         return proc
@@ -117,6 +121,27 @@ def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
 def broker(broker_factory: BrokerFactory) -> BrokerProcess:
     """One running broker with default settings."""
     return broker_factory()
+
+
+@pytest.fixture(scope="module")
+def module_broker(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One running broker with default settings (those of ``broker``), in a chroot of its own,
+    for every test of a module: one start instead of one per test. A module whose tests only
+    create topics of their own on the broker (none stops, restarts or reconfigures it, nor
+    needs its ZooKeeper chroot) opts in by overriding ``broker`` with it::
+
+        @pytest.fixture
+        def broker(module_broker):
+            return module_broker
+
+    and its tests that do need a broker of their own take ``broker_factory``."""
+    chroot = f"/m-{uuid.uuid4().hex[:12]}"
+    home = tmp_path_factory.mktemp("module-broker")
+    try:
+        with stopping(BrokerProcess.stop) as keep:
+            yield keep(BrokerProcess(broker_props(1, home, f"{zookeeper.connect_string}{chroot}"), home)).start()
+    finally:
+        delete_znodes(zookeeper.connect_string, [chroot])
 
 
 @pytest.fixture(scope="session")
