@@ -44,3 +44,10 @@ def _knows(broker: BrokerProcess, ids: set[int]) -> bool:
     known = {b["node_id"] for b in metadata["brokers"]}
     return ids <= known and metadata["controller_id"] in known
 
+
+#: For tests that kill -9 a broker and then wait for ZooKeeper to notice (the dead broker's
+#: session to expire: a new leader, a new controller, a new coordinator, or the restarted broker
+#: finding its own old registration gone): sessions of 3 s instead of the 6 s of
+#: tests/conftest.py's brokers halve that wait. Not for tests in which a broker must stay
+#: registered while it stalls (SIGSTOP, lag) for longer than that.
+QUICK_EXPIRY = {"zookeeper.session.timeout.ms": "3000"}

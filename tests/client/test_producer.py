@@ -17,6 +17,7 @@ from broker.client.producer import Producer, ProducerClosedError
 from broker.cluster.net import free_port
 from broker.config import ConfigError
 from broker.protocol.errors import MessageTooLargeError, UnknownTopicOrPartitionError
+from tests.starting import QUICK_EXPIRY
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -223,7 +224,7 @@ def test_brokers_and_leaders_found_through_zookeeper(broker_factory, zk_chroot):
 # --------------------------------------------------------------------------- failures
 
 def test_idempotent_retries_survive_a_broker_kill_without_duplicates(broker_factory):
-    broker = broker_factory()
+    broker = broker_factory(QUICK_EXPIRY)  # restarted right after the kill: waits for its old session to end
     topic = _topic("idem")
     _create(broker.bootstrap, topic, 2)
     config = {
