@@ -124,7 +124,9 @@ def broker(broker_factory: BrokerFactory) -> BrokerProcess:
 
 
 @pytest.fixture(scope="module")
-def module_broker(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def module_broker(
+    request: pytest.FixtureRequest, zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerProcess]:
     """One running broker with default settings (those of ``broker``), in a chroot of its own,
     for every test of a module: one start instead of one per test. A module whose tests only
     create topics of their own on the broker (none stops, restarts or reconfigures it, nor
@@ -134,12 +136,14 @@ def module_broker(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPat
         def broker(module_broker):
             return module_broker
 
-    and its tests that do need a broker of their own take ``broker_factory``."""
+    and its tests that do need a broker of their own take ``broker_factory``. The module's
+    ``MODULE_BROKER_OVERRIDES`` (a dict), when it has one, are the broker's ``--override``s."""
     chroot = f"/m-{uuid.uuid4().hex[:12]}"
     home = tmp_path_factory.mktemp("module-broker")
+    overrides = {k: str(v) for k, v in getattr(request.module, "MODULE_BROKER_OVERRIDES", {}).items()}
     try:
         with stopping(BrokerProcess.stop) as keep:
-            yield keep(BrokerProcess(broker_props(1, home, f"{zookeeper.connect_string}{chroot}"), home)).start()
+            yield keep(BrokerProcess(broker_props(1, home, f"{zookeeper.connect_string}{chroot}"), home, overrides)).start()
     finally:
         delete_znodes(zookeeper.connect_string, [chroot])
 

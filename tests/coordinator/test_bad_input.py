@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
@@ -9,6 +11,15 @@ from tests.coordinator.conftest import GROUP_BROKER, create_topic, unique, wait_
 from tests.starting import start_together
 
 E = ErrorCode
+
+# The module's tests share one broker (tests/conftest.py: module_broker): each uses groups and
+# topics of its own on it, and none stops or reconfigures it.
+MODULE_BROKER_OVERRIDES = GROUP_BROKER
+
+
+@pytest.fixture
+def group_broker(module_broker):
+    return module_broker
 
 
 def _conn(broker) -> BrokerConnection:
