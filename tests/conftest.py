@@ -25,7 +25,7 @@ settings.load_profile("logbus")
 # using any of them is an integration test. `make test-fast` (pytest -m "not integration") runs
 # the rest: unit and property tests, no ZooKeeper, broker, Spark, JVM or Airflow.
 INTEGRATION_FIXTURES = frozenset({
-    "zookeeper", "zk_chroot", "zk_client", "broker_factory", "broker", "group_broker", "cluster", "clusters",
+    "zookeeper", "zk_chroot", "zk_client", "broker_factory", "broker", "module_broker", "group_broker", "cluster", "clusters",
     "mirrors", "spark", "airflow_db", "pushgateway", "compose",
 })
 
@@ -81,6 +81,18 @@ def zk_client(zk_chroot: str) -> Iterator[ZkClient]:
 BrokerFactory = Callable[..., BrokerProcess]
 
 
+def broker_props(broker_id: int, home: Path, zk_connect: str) -> dict[str, str]:
+    """A test broker's server.properties: a free port, log dirs under ``home``, short ZooKeeper sessions."""
+    return {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+        "log.dirs": str(home / "data"),
+        "zookeeper.connect": zk_connect,
+        # short sessions: a kill -9'd broker's registration expires quickly
+        "zookeeper.session.timeout.ms": "6000",
+    }
+
+
 @pytest.fixture
 def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
     """``broker_factory(overrides=None, broker_id=None, start=True)`` starts a broker process
@@ -96,15 +108,7 @@ def broker_factory(zk_chroot: str, tmp_path: Path) -> Iterator[BrokerFactory]:
         bid = broker_id if broker_id is not None else next(i for i in ids if i not in used)
         used.add(bid)
         home = tmp_path / f"broker-{next(seq)}"
-        props = {
-            "broker.id": str(bid),
-            "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
-            "log.dirs": str(home / "data"),
-            "zookeeper.connect": zk_chroot,
-            # short sessions: a kill -9'd broker's registration expires quickly
-            "zookeeper.session.timeout.ms": "6000",
-        }
-        proc = keep(BrokerProcess(props, home, {k: str(v) for k, v in (overrides or {}).items()}))
+        proc = keep(BrokerProcess(broker_props(bid, home, zk_chroot), home, {k: str(v) for k, v in (overrides or {}).items()}))
         if start:
             proc.start()
         return proc
@@ -120,9 +124,35 @@ def broker(broker_factory: BrokerFactory) -> BrokerProcess:
 
 
 @pytest.fixture(scope="module")
+def module_broker(
+    request: pytest.FixtureRequest, zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerProcess]:
+    """One running broker with default settings (those of ``broker``), in a chroot of its own,
+    for every test of a module: one start instead of one per test. A module whose tests only
+    create topics of their own on the broker (none stops, restarts or reconfigures it, nor
+    needs its ZooKeeper chroot) opts in by overriding ``broker`` with it::
+
+        @pytest.fixture
+        def broker(module_broker):
+            return module_broker
+
+    and its tests that do need a broker of their own take ``broker_factory``. The module's
+    ``MODULE_BROKER_OVERRIDES`` (a dict), when it has one, are the broker's ``--override``s."""
+    chroot = f"/m-{uuid.uuid4().hex[:12]}"
+    home = tmp_path_factory.mktemp("module-broker")
+    overrides = {k: str(v) for k, v in getattr(request.module, "MODULE_BROKER_OVERRIDES", {}).items()}
+    try:
+        with stopping(BrokerProcess.stop) as keep:
+            yield keep(BrokerProcess(broker_props(1, home, f"{zookeeper.connect_string}{chroot}"), home, overrides)).start()
+    finally:
+        delete_znodes(zookeeper.connect_string, [chroot])
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One SparkSession per module for the loader and DAG tests: local[2,4] (two cores, and a
-    failed task is retried up to 4 times); the inline load step uses the active session."""
+    """One SparkSession for all the loader and DAG tests of the run (a new SparkContext and its
+    Python workers for each module cost seconds each): local[2,4] (two cores, and a failed task
+    is retried up to 4 times); the inline load step uses the active session. Stopped at the end."""
     import os
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -13,7 +13,9 @@ def logbus(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=60)
 
 
-def test_consumer_commands(broker, zk_chroot, tmp_path):
+def test_consumer_commands(broker_factory, zk_chroot, tmp_path):
+    # no initial rebalance delay: the --group member below is assigned at once instead of after 3 s
+    broker = broker_factory(overrides={"group.initial.rebalance.delay.ms": "0"})
     topic = f"cli-{uuid.uuid4().hex[:8]}"
     create_topic(broker, topic, 2)
     produce(broker.bootstrap, topic, [{"key": b"k%d" % i, "value": b"v%d" % i, "partition": i % 2} for i in range(20)])
@@ -66,6 +68,8 @@ def test_consumer_commands(broker, zk_chroot, tmp_path):
     header, line = out.stdout.splitlines()
     assert header.startswith("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec")
     assert line.split(", ")[4] == "20"
-    out = logbus("consumer-perf-test", "--zookeeper", zk_chroot, "--topic", topic, "--messages", "20", "--threads", "2")
+    # Kafka's ZooKeeper perf consumer reads on until no message came for --timeout ms (10 s by default)
+    out = logbus("consumer-perf-test", "--zookeeper", zk_chroot, "--topic", topic, "--messages", "20", "--threads", "2",
+                 "--timeout", "3000")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[1].split(", ")[4] == "20"

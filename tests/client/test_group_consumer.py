@@ -28,6 +28,7 @@ from tests.coordinator.conftest import (
     unique,
     wait_until,
 )
+from tests.starting import QUICK_EXPIRY
 
 # No initial rebalance delay and short sessions, so groups form and re-form in well under a second.
 BROKER = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
@@ -237,7 +238,7 @@ def create(bootstrap: str, name: str, partitions: int = 1, rf: int = 1) -> None:
 
 
 def test_coordinator_broker_dies(broker_factory, zk_client):
-    brokers, bootstrap = three_brokers(broker_factory, BROKER)
+    brokers, bootstrap = three_brokers(broker_factory, {**BROKER, **QUICK_EXPIRY})
     topic, group = group_topic(bootstrap, 6, 10, "failover", rf=3)
     m = member(bootstrap, topic, group, retry_commits=True)
     try:

@@ -17,8 +17,16 @@ from broker.client.producer import Producer, ProducerClosedError
 from broker.cluster.net import free_port
 from broker.config import ConfigError
 from broker.protocol.errors import MessageTooLargeError, UnknownTopicOrPartitionError
+from tests.starting import QUICK_EXPIRY
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): the tests taking it create topics of their own
+    on it; those that stop the broker, or find it through its chroot, start one of their own."""
+    return module_broker
 
 
 def _topic(prefix: str = "p") -> str:
@@ -196,7 +204,8 @@ def test_custom_partitioner_class(broker):
 
 # --------------------------------------------------------------------------- discovery
 
-def test_brokers_and_leaders_found_through_zookeeper(broker, zk_chroot):
+def test_brokers_and_leaders_found_through_zookeeper(broker_factory, zk_chroot):
+    broker = broker_factory()
     topic = _topic("zk")
     _create(broker.bootstrap, topic, 2)
     with Producer({"zookeeper.connect": zk_chroot, "linger.ms": 1}) as producer:
@@ -214,7 +223,8 @@ def test_brokers_and_leaders_found_through_zookeeper(broker, zk_chroot):
 
 # --------------------------------------------------------------------------- failures
 
-def test_idempotent_retries_survive_a_broker_kill_without_duplicates(broker):
+def test_idempotent_retries_survive_a_broker_kill_without_duplicates(broker_factory):
+    broker = broker_factory(QUICK_EXPIRY)  # restarted right after the kill: waits for its old session to end
     topic = _topic("idem")
     _create(broker.bootstrap, topic, 2)
     config = {
@@ -264,7 +274,8 @@ def test_unreachable_brokers_fail_within_max_block(tmp_path):
         producer.send("t", b"v")
 
 
-def test_records_fail_after_delivery_timeout_when_the_broker_is_gone(broker):
+def test_records_fail_after_delivery_timeout_when_the_broker_is_gone(broker_factory):
+    broker = broker_factory()
     topic = _topic("gone")
     _create(broker.bootstrap, topic)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "delivery.timeout.ms": 1500, "request.timeout.ms": 1000})

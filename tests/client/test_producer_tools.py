@@ -8,11 +8,19 @@ import sys
 import time
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from broker.cli import main
 from broker.client.admin import AdminClient
 from broker.cluster.net import free_port
+
+
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
 
 
 def consume(bootstrap: str, topic: str, count: int, timeout: float = 20) -> list:

@@ -26,6 +26,13 @@ from tests.producing import produce
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
+
+
 def _topic(prefix: str = "sc") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

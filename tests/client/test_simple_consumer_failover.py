@@ -12,10 +12,12 @@ from confluent_kafka import Producer
 from broker.client import AdminClient, LeaderNotAvailableError, SimpleConsumer
 from broker.client.connection import BrokerConnectionError
 from broker.protocol.errors import NotLeaderOrFollowerError
+from tests.starting import QUICK_EXPIRY, start_together
 
 
 def test_find_leader_follows_a_failover(broker_factory):
-    brokers = {b.broker_id: b for b in (broker_factory(overrides={"min.insync.replicas": "2"}) for _ in range(3))}
+    brokers = {b.broker_id: b for b in start_together([broker_factory(overrides={"min.insync.replicas": "2", **QUICK_EXPIRY}, start=False)
+                                                       for _ in range(3)])}
     topic = f"failover-{uuid.uuid4().hex[:8]}"
     with AdminClient(brokers[1].bootstrap) as admin:
         admin.create_topic(topic, 1, 3)

@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.cluster.zk import PartitionState, ZkClient
+from tests.starting import start_together
 from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 #: Fast failure detection and ISR changes for tests.
@@ -29,7 +30,7 @@ def cluster(broker_factory) -> Callable[..., list]:
 
     def make(n: int = 3, **overrides: str) -> list:
         props = {**FAST, **{k.replace("_", "."): v for k, v in overrides.items()}}
-        return [broker_factory(overrides=props, broker_id=i + 1) for i in range(n)]
+        return start_together([broker_factory(overrides=props, broker_id=i + 1, start=False) for i in range(n)])
 
     return make
 

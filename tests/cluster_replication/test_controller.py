@@ -8,6 +8,7 @@ from confluent_kafka import Producer
 
 from broker.cluster.controller import elect_leader
 from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, state, wait_until
+from tests.starting import QUICK_EXPIRY
 
 
 def test_elect_leader_prefers_the_preferred_replica():
@@ -38,7 +39,7 @@ def _epoch(zk) -> int:
 
 
 def test_controller_failover_then_leader_failover(cluster, zk):
-    brokers = cluster(3)
+    brokers = cluster(3, **QUICK_EXPIRY)
     topic = create_topic(brokers, partitions=3, rf=3)
     first = _controller(zk)
     epoch = _epoch(zk)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from confluent_kafka import Producer
 
 from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, isolate_leader, state, wait_until
+from tests.starting import QUICK_EXPIRY, start_together
 
 
 def _produce(bootstrap_servers: str, topic: str, values: list[bytes], acks: str) -> None:
@@ -18,7 +19,7 @@ def _produce(bootstrap_servers: str, topic: str, values: list[bytes], acks: str)
 
 
 def test_returning_leader_truncates_its_unreplicated_tail(cluster, zk):
-    brokers = cluster(3)
+    brokers = cluster(3, **QUICK_EXPIRY)
     topic = create_topic(brokers, rf=3, config={"unclean.leader.election.enable": "true"})
     committed = [f"committed-{i}".encode() for i in range(100)]
     _produce(bootstrap(brokers), topic, committed, "all")
@@ -26,8 +27,7 @@ def test_returning_leader_truncates_its_unreplicated_tail(cluster, zk):
     # the tail exists on the old leader only
     _produce(old_leader.bootstrap, topic, [f"tail-{i}".encode() for i in range(50)], "1")
     old_leader.kill()
-    for b in followers:
-        b.start()
+    start_together(followers)
     # unclean election: a follower without the tail leads
     new_leader_id = wait_until(lambda: state(zk, topic).leader in [b.broker_id for b in followers] and state(zk, topic).leader, 30, what="unclean election")
     newer = [f"new-{i}".encode() for i in range(30)]

@@ -10,6 +10,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, state, wait_until
+from tests.starting import QUICK_EXPIRY
 
 
 def test_replicates_and_moves_hw(cluster, zk):
@@ -34,7 +35,7 @@ def test_replicates_and_moves_hw(cluster, zk):
 
 
 def test_leader_kill_loses_no_acknowledged_record(cluster, zk):
-    brokers = cluster(3)
+    brokers = cluster(3, **QUICK_EXPIRY)
     topic = create_topic(brokers, partitions=1, rf=3, config={"min.insync.replicas": "2"})
     first = state(zk, topic)
     acked: list[tuple[float, int, bytes]] = []

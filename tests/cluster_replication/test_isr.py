@@ -13,6 +13,7 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import encode_batch
 from tests.cluster_replication.conftest import bootstrap, by_id, consume_all, create_topic, isolate_leader, state, wait_until
+from tests.starting import start_together
 
 
 def _produce_one(bootstrap_servers: str, topic: str, acks: str, value: bytes) -> KafkaError | None:
@@ -50,8 +51,7 @@ def test_two_of_three_down_refuses_acks_all_then_heals(cluster, zk):
     err = _produce_one(leader.bootstrap, topic, "all", b"refused")
     assert err is not None and err.code() == KafkaError.NOT_ENOUGH_REPLICAS, err
     assert _produce_one(leader.bootstrap, topic, "1", b"accepted") is None
-    for b in others:
-        b.start()
+    start_together(others)
     wait_until(lambda: sorted(state(zk, topic).isr) == [1, 2, 3], 30, what="isr healed")
     assert _produce_one(bootstrap(brokers), topic, "all", b"after-heal") is None
     values = [v for _, v in consume_all(bootstrap(brokers), topic)]

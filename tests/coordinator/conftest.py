@@ -10,6 +10,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.starting import start_together
 from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
 GROUP_BROKER = {"group.initial.rebalance.delay.ms": "0"}
@@ -46,7 +47,7 @@ def group_topic(bootstrap: str, partitions: int, per_partition: int, group_prefi
 
 def three_brokers(broker_factory, overrides: dict) -> tuple[list, str]:
     """Brokers 1, 2 and 3 of one cluster, and their bootstrap string."""
-    brokers = [broker_factory(overrides=overrides, broker_id=i) for i in (1, 2, 3)]
+    brokers = start_together([broker_factory(overrides=overrides, broker_id=i, start=False) for i in (1, 2, 3)])
     return brokers, ",".join(b.bootstrap for b in brokers)
 
 

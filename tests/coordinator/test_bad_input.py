@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
+
 from broker.client.connection import BrokerConnection
 from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from tests.coordinator.conftest import GROUP_BROKER, create_topic, unique, wait_until
+from tests.starting import start_together
 
 E = ErrorCode
+
+# The module's tests share one broker (tests/conftest.py: module_broker): each uses groups and
+# topics of its own on it, and none stops or reconfigures it.
+MODULE_BROKER_OVERRIDES = GROUP_BROKER
+
+
+@pytest.fixture
+def group_broker(module_broker):
+    return module_broker
 
 
 def _conn(broker) -> BrokerConnection:
@@ -138,7 +150,7 @@ def test_rebalance_protocol(group_broker):
 def test_non_coordinator_answers_not_coordinator(broker_factory):
     from broker.coordinator.placement import coordinator_for
 
-    brokers = [broker_factory(overrides=GROUP_BROKER, broker_id=i) for i in (1, 2)]
+    brokers = start_together([broker_factory(overrides=GROUP_BROKER, broker_id=i, start=False) for i in (1, 2)])
     group = unique("where")
     owner = coordinator_for(group, [1, 2])
     other = next(b for b in brokers if int(b.broker_id) != owner)

@@ -21,6 +21,7 @@ from tests.coordinator.conftest import (
     unique,
     wait_until,
 )
+from tests.starting import QUICK_EXPIRY
 
 MEMBER_SCRIPT = textwrap.dedent(
     """
@@ -83,7 +84,7 @@ def test_commits_survive_a_broker_restart(group_broker):
 
 
 def test_coordinator_broker_killed(broker_factory, zk_client):
-    brokers, bootstrap = three_brokers(broker_factory, GROUP_BROKER)
+    brokers, bootstrap = three_brokers(broker_factory, {**GROUP_BROKER, **QUICK_EXPIRY})
     topic, group = group_topic(bootstrap, 6, 10, "failover", rf=3)
     members = [confluent_member(bootstrap, topic, group) for _ in range(2)]
     try:

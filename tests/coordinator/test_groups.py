@@ -7,9 +7,18 @@ import time
 
 import pytest
 
-from tests.coordinator.conftest import MEMBER_KINDS, create_topic, produce, settled, unique, wait_until
+from tests.coordinator.conftest import GROUP_BROKER, MEMBER_KINDS, create_topic, produce, settled, unique, wait_until
 
 PARTITIONS = 6
+
+# The module's tests share one broker (tests/conftest.py: module_broker): each uses groups and
+# topics of its own on it, and none stops or reconfigures it.
+MODULE_BROKER_OVERRIDES = GROUP_BROKER
+
+
+@pytest.fixture
+def group_broker(module_broker):
+    return module_broker
 
 
 @pytest.mark.parametrize("kind", list(MEMBER_KINDS))

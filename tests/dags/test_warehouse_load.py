@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pipelines.fs import LocalFS
@@ -17,6 +18,13 @@ from pipelines.manifest import OffsetStore
 from tests.pipelines.helpers import EVENT_SCHEMA, create_topics, data_files, new_topic, produce, produce_events, read_rows
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
 
 
 def write_config(tmp_path: Path, bootstrap: str, topics: list[str], expectations=None, **airflow) -> str:

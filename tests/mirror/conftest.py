@@ -23,6 +23,7 @@ from broker.client.simple_consumer import SimpleConsumer
 from broker.cluster.local import BrokerProcess, write_properties
 from broker.cluster.net import free_port
 from mirror.origin import origins
+from tests.starting import start_together
 from tests.teardown import delete_znodes, stopping
 from tests.waiting import wait_until  # noqa: F401  (re-exported to the tests here)
 
@@ -49,8 +50,7 @@ class Cluster:
             self.brokers.append(BrokerProcess(props, home / f"b{i + 1}"))
 
     def start(self) -> Cluster:
-        for b in self.brokers:
-            b.start()
+        start_together(self.brokers)  # all spawned, then each waited for
         return self
 
     def stop(self) -> None:

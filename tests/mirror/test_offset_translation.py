@@ -29,6 +29,13 @@ GROUP_SOURCE = {"session.timeout.ms": "2000", "heartbeat.interval.ms": "500", "m
 FAST_GROUPS = {"group_initial_rebalance_delay_ms": "100", "group_min_session_timeout_ms": "1000"}
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics and groups of
+    its own on it, and none stops or reconfigures it."""
+    return module_broker
+
+
 def logbus(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "broker.cli", *args], capture_output=True, text=True, timeout=60)
 

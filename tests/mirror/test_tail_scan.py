@@ -18,6 +18,13 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics and groups of
+    its own on it, and none stops or reconfigures it."""
+    return module_broker
+
+
 def _topic(broker, partitions: int) -> str:
     name = f"agg-{uuid.uuid4().hex[:8]}"
     with AdminClient(broker.bootstrap) as admin:

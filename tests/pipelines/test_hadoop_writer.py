@@ -23,6 +23,13 @@ from tests.pipelines.helpers import create_topics, data_files, json_topic, loade
 BASE_MS = 1_767_225_600_000  # an hour boundary
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
+
+
 def _produce_spread(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0) -> set:
     """n keyed JSON events with headers per partition, one minute apart (several hour files per range)."""
     records = []

@@ -39,6 +39,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3_600_000
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): the tests taking it create topics of their own
+    on it; the one that kills its broker, and the one that reconfigures it, start their own."""
+    return module_broker
+
+
 def _spread_events(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0, **config) -> set:
     """n events per partition one minute apart (so a range spans several hour directories)."""
     base = 1_767_225_600_000  # an hour boundary
@@ -257,11 +264,12 @@ def test_deleted_topic_and_added_partitions(broker, spark, tmp_path):
     assert len(read_rows(warehouse, gone)) == 20, "a deleted topic's loaded data stays"
 
 
-def test_broker_killed_mid_task_then_back(broker, spark, tmp_path):
+def test_broker_killed_mid_task_then_back(broker_factory, spark, tmp_path):
     """kill -9 the broker while tasks are fetching; it comes back (same id, port and logs) and the
     tasks (re-finding the leader, or retried by Spark) finish with exactly the produced rows."""
     import threading
 
+    broker = broker_factory()
     topic = new_topic("dead")
     create_topics(broker.bootstrap, [topic], 2)
     expected = _spread_events(broker.bootstrap, topic, 2, 400, **{"batch.num.messages": 10})  # ~40 fetches each

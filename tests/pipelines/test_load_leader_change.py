@@ -12,12 +12,13 @@ from pipelines.config import parse_config
 from pipelines.faults import LoadFaults
 from pipelines.loader import Loader
 from tests.pipelines.helpers import json_topic, loader_config, new_topic, produce, read_rows
+from tests.starting import start_together
 
 BASE_MS = 1_767_225_600_000
 
 
 def test_leader_killed_mid_task_on_a_replicated_cluster(broker_factory, zk_chroot, spark, tmp_path):
-    brokers = [broker_factory(overrides={"replica.lag.time.max.ms": "3000"}) for _ in range(3)]
+    brokers = start_together([broker_factory(overrides={"replica.lag.time.max.ms": "3000"}, start=False) for _ in range(3)])
     topic = new_topic("leader")
     with AdminClient(brokers[0].bootstrap) as admin:
         admin.create_topic(topic, 2, 3, {"min.insync.replicas": "2"})

@@ -30,6 +30,13 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? (\S+)$")
 
 
 @pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
+
+
+@pytest.fixture
 def pushgateway(tmp_path: Path) -> Iterator[str]:
     """A real pushgateway on a free port, in memory only (no persistence file); stopped after."""
     if not shutil.which(PUSHGATEWAY):

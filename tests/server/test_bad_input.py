@@ -17,6 +17,13 @@ from broker.protocol.records import encode_batch, encode_message_set
 from broker.protocol.records import layout as batch
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
+
+
 def _host_port(broker) -> tuple[str, int]:
     host, _, port = broker.bootstrap.rpartition(":")
     return host, int(port)

@@ -16,6 +16,13 @@ from broker.protocol.records import iter_batches
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
+
+
 def _topic(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

@@ -13,6 +13,13 @@ from kafka.errors import MessageSizeTooLargeError, TopicAlreadyExistsError
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 
 
+@pytest.fixture
+def broker(module_broker):
+    """The module's one broker (tests/conftest.py): every test here creates topics of its own on it,
+    and none stops or reconfigures it."""
+    return module_broker
+
+
 def _consume(bootstrap: str, topic: str, count: int, partition: int = 0) -> list:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=15000)
     tp = TopicPartition(topic, partition)

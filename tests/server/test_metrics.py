@@ -16,6 +16,7 @@ from broker.cluster.net import free_port
 from broker.protocol.records import encode_batch
 from broker.server.metrics import count_records
 from tests.cluster_replication.conftest import FAST, by_id, state, wait_until
+from tests.starting import start_together
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
 
@@ -36,7 +37,8 @@ def scrape(port: int) -> dict[str, float]:
 
 
 def _start(broker_factory, n: int) -> list:
-    return [broker_factory(overrides={**FAST, "metrics.port": free_port()}, broker_id=i + 1) for i in range(n)]
+    return start_together([broker_factory(overrides={**FAST, "metrics.port": free_port()}, broker_id=i + 1, start=False)
+                           for i in range(n)])
 
 
 def _port(b) -> int:
