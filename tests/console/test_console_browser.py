@@ -1,10 +1,12 @@
 """`logbus console` in Debian's headless chromium (selenium + chromium-driver) against a real
-3-broker cluster with a librdkafka group and a ZooKeeper (offset-only) group: every page loads
-with no request leaving the console's own 127.0.0.1 address, shows the numbers the brokers give
-their own clients, and a lagging group turns WARN, then OK once it catches up."""
+3-broker cluster with a librdkafka group and a ZooKeeper (offset-only) group, a load completed
+by the loader and a mirror copying another cluster in: every page loads with no request leaving
+the console's own 127.0.0.1 address, shows the numbers the brokers (the warehouse, the mirror)
+give, and a lagging group turns WARN, then OK once it catches up."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,6 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.client.zk_consumer import ZookeeperConsumerConnector
 from broker.tools import log_dirs
+from pipelines.config import load_config
+from pipelines.loader import Loader
 from tests.producing import produce
 from tests.teardown import terminate
 from tests.waiting import wait_until
@@ -26,18 +30,34 @@ pytestmark = pytest.mark.integration  # Debian's chromium and chromium-driver: i
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC, PARTITIONS = "events", 6
-PAGES = {"cluster": "/", "topics": "/topics", "topic": f"/topics/{TOPIC}", "groups": "/groups", "group": "/groups/rdk"}
+CLICKS = 200  # records in the mirrored cluster's topic
+PAGES = {"cluster": "/", "topics": "/topics", "topic": f"/topics/{TOPIC}", "groups": "/groups", "group": "/groups/rdk",
+         "loads": "/loads", "mirrors": "/mirrors"}
 
 
 @pytest.fixture
-def console_url(broker_factory, zk_chroot) -> Iterator[tuple[str, str]]:
-    """Three brokers, a topic, and `logbus console` sampling every 0.5 s; yields (console URL, bootstrap)."""
+def console_url(broker_factory, zk_chroot, tmp_path) -> Iterator[tuple[str, str, Path]]:
+    """Three brokers and a topic; a one-broker cluster "dc1" whose topic a mirror copies in; a
+    loader config for the topic; `logbus console` sampling every 0.5 s with the loads and the
+    mirror's status. Yields (console URL, bootstrap, loader config)."""
+    from tests.mirror.conftest import MirrorProcess
+
     brokers = [broker_factory(broker_id=i + 1) for i in range(3)]
     bootstrap = ",".join(b.bootstrap for b in brokers)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], operation_timeout=20)[TOPIC].result(30)
+    dc1 = broker_factory(broker_id=1, overrides={"zookeeper.connect": f"{zk_chroot}/dc1"})
+    produce(dc1.bootstrap, "clicks", [{"value": f"c{i}".encode()} for i in range(CLICKS)])
+    mirror = MirrorProcess(tmp_path / "mirror", [{"bootstrap.servers": dc1.bootstrap, "group.id": "mirror",
+                                                  "mirror.source.name": "dc1", "metadata.max.age.ms": "1000"}],
+                           {"bootstrap.servers": bootstrap}, "--whitelist", "clicks", "--stats.interval.ms", "300",
+                           prefixes=["dc1."]).start()
+    loader = tmp_path / "loader.yaml"
+    loader.write_text(json.dumps({"cluster": {"bootstrap.servers": bootstrap}, "warehouse": f"file://{tmp_path / 'wh'}",
+                                  "topics": [{"name": TOPIC, "format": "raw"}], "spark": {"master": "local[2]"}}))
     proc = subprocess.Popen([sys.executable, "-m", "broker.cli", "console", "--bootstrap-server", bootstrap,
-                             "--zookeeper", zk_chroot, "--port", "0", "--interval", "0.5", "--window", "3"],
+                             "--zookeeper", zk_chroot, "--port", "0", "--interval", "0.5", "--window", "3",
+                             "--loader-config", str(loader), "--mirror-status", str(mirror.status_file)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
@@ -48,9 +68,10 @@ def console_url(broker_factory, zk_chroot) -> Iterator[tuple[str, str]]:
                                cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert taken.returncode == 1 and taken.stderr.count("\n") == 1, taken.stderr
         assert f"logbus console: error: cannot listen on 127.0.0.1:{port}" in taken.stderr
-        yield found.group(1), bootstrap
+        yield found.group(1), bootstrap, loader
     finally:
         terminate(proc)
+        mirror.stop()
 
 
 @pytest.fixture
@@ -96,9 +117,12 @@ def group_status(driver, url: str) -> str:
 
 
 def test_every_page_in_chromium_shows_the_brokers_numbers_and_a_lagging_group_turns_warn_then_ok(
-        console_url, browser, zk_chroot, tmp_path):
-    url, bootstrap = console_url
+        console_url, browser, zk_chroot, tmp_path, spark):
+    url, bootstrap, loader_config = console_url
     produce(bootstrap, TOPIC, [{"value": f"v{i}".encode(), "partition": i % PARTITIONS} for i in range(300)])
+    with Loader(load_config(loader_config), spark=spark) as loader:
+        [load] = loader.run(validate=True)
+    assert load.records == 300
     zk_readers = _zookeeper_group(zk_chroot)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "rdk", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
@@ -119,6 +143,7 @@ def test_every_page_in_chromium_shows_the_brokers_numbers_and_a_lagging_group_tu
         assert outside == [], f"requests leaving the console: {outside}"
 
         _the_numbers_are_the_brokers(browser, url, bootstrap, consumer)
+        _the_load_and_the_mirror(browser, url, bootstrap, load.run_id)
 
         # Lagging: each round produces 10 records per partition, and the group commits 3 more of each.
         position = {p: 50 for p in range(PARTITIONS)}
@@ -147,6 +172,31 @@ def test_every_page_in_chromium_shows_the_brokers_numbers_and_a_lagging_group_tu
         zk_readers.shutdown()
 
 
+def _the_load_and_the_mirror(browser, url: str, bootstrap: str, run_id: str) -> None:
+    """The Loads page's run against what the loader committed, its Data Docs page served by the
+    console; the Mirrors page's copied count against the aggregate's topic."""
+    browser.get(url + "/loads")
+    row = f'[data-run="{run_id}"][data-topic="{TOPIC}"]'
+    cells = [c.text for c in browser.find_elements("css selector", f"{row} td")]
+    assert cells[3] == "committed" and cells[6] == "300" and cells[9] == "passed", cells
+    browser.find_element("css selector", f"{row} a").click()
+    assert f"{TOPIC}" in browser.page_source and run_id in browser.page_source  # the run's own page, offline
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "count"})
+    try:
+        wait_until(lambda: sum(consumer.get_watermark_offsets(TopicPartition("dc1.clicks", p), timeout=10)[1]
+                               for p in range(len(consumer.list_topics("dc1.clicks", timeout=10).topics["dc1.clicks"].partitions)))
+                   == CLICKS, 30, 0.3, what="the mirror's copies in the aggregate")
+    finally:
+        consumer.close()
+
+    def copied() -> str:
+        browser.get(url + "/mirrors")
+        return cell(browser, '[data-source="dc1"][data-topic="clicks"] td:nth-child(3)')
+
+    wait_until(lambda: copied() == str(CLICKS), 20, 0.3, what="the Mirrors page to count every copy")
+    assert "running" in browser.page_source
+
+
 def _zookeeper_group(zk_chroot: str) -> ZookeeperConsumerConnector:
     """A ZooKeeper consumer group (Kafka 0.8's high-level consumer) that has read 30 records of
     partition 0's 50 and committed them; it stays registered, owning every partition."""
@@ -168,14 +218,18 @@ def _the_numbers_are_the_brokers(browser, url: str, bootstrap: str, consumer: Co
     from selenium.webdriver.common.by import By
 
     metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    replicas: dict[int, int] = {}
     leaders: dict[int, int] = {}
-    for p in metadata.topics[TOPIC].partitions.values():
-        leaders[p.leader] = leaders.get(p.leader, 0) + 1
+    for t in metadata.topics.values():  # the mirror's target topic counts too
+        for p in t.partitions.values():
+            leaders[p.leader] = leaders.get(p.leader, 0) + 1
+            for r in p.replicas:
+                replicas[r] = replicas.get(r, 0) + 1
     browser.get(url + "/")
     assert cell(browser, "#controller") == str(metadata.controller_id)
     for broker_id in metadata.brokers:
         row = browser.find_element(By.CSS_SELECTOR, f'[data-broker="{broker_id}"]').find_elements(By.TAG_NAME, "td")
-        assert (row[4].text, row[5].text) == (str(PARTITIONS), str(leaders.get(broker_id, 0)))
+        assert (row[4].text, row[5].text) == (str(replicas.get(broker_id, 0)), str(leaders.get(broker_id, 0)))
     browser.get(url + f"/topics/{TOPIC}")
     committed = {tp.partition: tp.offset for tp in consumer.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])}
     for p in range(PARTITIONS):
