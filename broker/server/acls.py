@@ -10,7 +10,7 @@ conditional on the znode's version, so two admins changing one resource never lo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from twisted.internet import defer, threads
 from twisted.logger import Logger
@@ -18,22 +18,22 @@ from twisted.logger import Logger
 from broker.cluster.acls import PATTERN_TYPES, Stored, add_acls, load_all, remove_acls
 from broker.security.acl import AclBinding, AclBindingFilter, PatternType, ResourcePattern
 from broker.security.authorizer import AclAuthorizer
+from broker.server.notification_watcher import NotificationWatcher
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 log = Logger()
 
-class AclStore:
+class AclStore(NotificationWatcher[Stored]):
     """Keeps ``authorizer``'s ACLs in step with ZooKeeper on one broker."""
 
+    what = "ACL changes"
+
     def __init__(self, broker: Broker, authorizer: AclAuthorizer) -> None:
-        self.broker = broker
+        super().__init__(broker)
         self.authorizer = authorizer
         self.last_seen: dict[PatternType, int] = {p: -1 for p in PATTERN_TYPES}
-        self._stopped = False
-        self._reading = False
-        self._again = False
 
     def start(self) -> None:
         """Load every ACL (blocking, before the broker serves), then watch the notifications."""
@@ -43,35 +43,10 @@ class AclStore:
             self.last_seen[pattern_type] = changes[-1][0] if changes else -1
         self.authorizer.replace_all(load_all(zk))
         log.info("loaded ACLs of {n} resource patterns", n=len(self.authorizer.acls()))
-        zk.watch_acl_changes(self._on_changes)
+        zk.watch_acl_changes(self.on_notifications)
 
-    def stop(self) -> None:
-        self._stopped = True
-
-    def _on_changes(self, children: list[str]) -> None:
-        """kazoo's thread: hand the work to the reactor."""
-        if not self._stopped:
-            self.broker.reactor.callFromThread(self._process)
-
-    def _process(self) -> None:
-        """Re-read the resources named since the last pass; one pass at a time, so an older read
-        never overwrites a newer one."""
-        if self._reading:
-            self._again = True
-            return
-        self._reading = True
-        d = threads.deferToThread(self._read_new)
-        d.addCallback(self._apply)
-        d.addErrback(lambda f: log.failure("applying ACL changes", f))
-        d.addBoth(self._done)
-
-    def _done(self, _: Any) -> None:
-        self._reading = False
-        if self._again and not self._stopped:
-            self._again = False
-            self._process()
-
-    def _read_new(self) -> Stored:
+    def read_new(self) -> Stored:
+        """The ACLs of every resource named since the last pass."""
         zk = self.broker.zk
         changed: set[ResourcePattern] = set()
         for pattern_type in PATTERN_TYPES:
@@ -83,7 +58,7 @@ class AclStore:
                         changed.add(pattern)
         return {pattern: zk.acls(pattern)[0] for pattern in changed}
 
-    def _apply(self, found: Stored) -> None:
+    def apply(self, found: Stored) -> None:
         for pattern, entries in sorted(found.items()):
             log.info("ACLs of {p} changed: {n} entries", p=str(pattern), n=len(entries))
             self.authorizer.set_acls(pattern, entries)
@@ -93,14 +68,14 @@ class AclStore:
     def create(self, bindings: list[AclBinding]) -> defer.Deferred[None]:
         """Store the bindings; this broker applies them before answering, others on the notification."""
         d = threads.deferToThread(add_acls, self.broker.zk, bindings)
-        return d.addCallback(self._apply)
+        return d.addCallback(self.apply)
 
     def delete(self, filters: list[AclBindingFilter]) -> defer.Deferred[list[list[AclBinding]]]:
         """Delete what each filter matches; per filter, the ACLs deleted."""
         d = threads.deferToThread(remove_acls, self.broker.zk, filters)
 
         def applied(outcome: tuple[list[list[AclBinding]], Stored]) -> list[list[AclBinding]]:
-            self._apply(outcome[1])
+            self.apply(outcome[1])
             return outcome[0]
 
         return d.addCallback(applied)

@@ -18,6 +18,7 @@ from broker.cluster.zkdata import ConfigType
 from broker.config import BROKER_CONFIG
 from broker.configdef import ConfigError
 from broker.protocol.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
+from broker.server.notification_watcher import NotificationWatcher
 from broker.server.replication_quota import THROTTLE_RATES
 from broker.storage.config import BROKER_TO_TOPIC, TOPIC_CONFIG, LogConfig
 
@@ -134,14 +135,15 @@ def effective_broker_props(static: Mapping[str, str], zk: ZkClient, broker_id: i
     return merged
 
 
-class ConfigChangeListener:
+class ConfigChangeListener(NotificationWatcher[tuple[set[tuple[str, str]], dict[str, str] | None]]):
     """Applies /config/changes notifications on one broker: topics are re-read, broker-wide log
     defaults rebuilt. Notifications already present at start were applied by the initial load."""
 
+    what = "config changes"
+
     def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+        super().__init__(broker)
         self.last_seen = -1
-        self._stopped = False
 
     def start(self) -> None:
         """Apply the dynamic broker configs now (blocking, before the reactor runs), then watch."""
@@ -149,22 +151,9 @@ class ConfigChangeListener:
         changes = zk.config_changes()
         self.last_seen = changes[-1][0] if changes else -1
         self._apply_broker_props(effective_broker_props(self.broker.config.props, zk, self.broker.broker_id))
-        zk.watch_config_changes(self._on_changes)
+        zk.watch_config_changes(self.on_notifications)
 
-    def stop(self) -> None:
-        self._stopped = True
-
-    def _on_changes(self, children: list[str]) -> None:
-        """kazoo's thread: hand the new notifications to the reactor."""
-        if not self._stopped:
-            self.broker.reactor.callFromThread(self._process)
-
-    def _process(self) -> None:
-        d = threads.deferToThread(self._read_new)
-        d.addCallback(self._apply)
-        d.addErrback(lambda f: log.failure("applying config changes", f))
-
-    def _read_new(self) -> tuple[set[tuple[str, str]], dict[str, str] | None]:
+    def read_new(self) -> tuple[set[tuple[str, str]], dict[str, str] | None]:
         """The entities named since the last pass, and the broker props if a broker entity changed."""
         zk = self.broker.zk
         changed: set[tuple[str, str]] = set()
@@ -179,7 +168,7 @@ class ConfigChangeListener:
         props = effective_broker_props(self.broker.config.props, zk, self.broker.broker_id) if touched else None
         return changed, props
 
-    def _apply(self, found: tuple[set[tuple[str, str]], dict[str, str] | None]) -> None:
+    def apply(self, found: tuple[set[tuple[str, str]], dict[str, str] | None]) -> None:
         changed, props = found
         if props is not None:
             self._apply_broker_props(props)
