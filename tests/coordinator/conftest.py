@@ -130,8 +130,7 @@ def kafka_python_member(bootstrap: str, topic: str, group: str, **extra) -> Memb
     from kafka import KafkaConsumer
 
     def make():
-        return KafkaConsumer(
-            topic,
+        consumer = KafkaConsumer(
             bootstrap_servers=bootstrap,
             group_id=group,
             session_timeout_ms=SESSION_MS,
@@ -143,6 +142,11 @@ def kafka_python_member(bootstrap: str, topic: str, group: str, **extra) -> Memb
             metadata_max_age_ms=2000,
             **extra,
         )
+        # kafka-python, leading a group before its metadata has the topic, assigns nothing and
+        # never rejoins ("No partition metadata for topic"): have the metadata before joining
+        consumer.topics()
+        consumer.subscribe([topic])
+        return consumer
 
     def poll(c):
         out = []
