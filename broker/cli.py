@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "consumer-perf-test": ("broker.tools.consumer_perf_test", "measure consumer throughput"),
     "console": ("broker.tools.console", "serve a read-only web console of the cluster and its consumer lag"),
     "mirror-maker": ("broker.tools.mirror_maker", "mirror topics of source clusters into an aggregate cluster"),
+    "audit": ("pipelines.audit_cli", "count loaded ranges per event hour at the cluster (warehouse completeness)"),
     "load": ("pipelines.cli", "plan, run, rerun, list and reset warehouse loads (topics -> Parquet via Spark)"),
 }
 

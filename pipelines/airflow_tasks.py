@@ -168,6 +168,50 @@ def commit_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
     return {"run_id": info["run_id"], "committed": [m["topic"] for m in manifests]}
 
 
+def audit_step(path: str, group: str, info: Mapping[str, Any]) -> dict:
+    """Count the planned ranges' records per event hour at the cluster (``pipelines.audit``), beside the load."""
+    from pipelines.audit import audit_run
+
+    cfg = group_config(path, group, info)
+    counts = audit_run(cfg, info["run_id"], info.get("topics"))
+    log.info("audited %d range(s), %d record(s)", len(counts), sum(c.records for c in counts))
+    return {"run_id": info["run_id"], "ranges": len(counts), "records": sum(c.records for c in counts)}
+
+
+def complete_step(path: str, group: str, info: Mapping[str, Any]) -> list[dict]:
+    """Validate and declare the hours that became complete (``pipelines.completeness``); one dict per
+    hour declared, for the Asset events."""
+    from pipelines.completeness import declare_complete
+    from pipelines.manifest import OffsetStore
+
+    cfg = group_config(path, group, info)
+    topics = [t for t in OffsetStore(cfg.warehouse_fs()).topics() if cfg.spec_for(t) is not None]
+    declared = declare_complete(cfg, topics)
+    for d in declared:
+        log.info("%s %s: complete%s (%d rows, %d late) -> %s", d["topic"], d["name"], " again" if d["reopened"] else "",
+                 d["rows"], d["late"], d["uri"])
+    return declared
+
+
+def compact_step(path: str) -> list[dict]:
+    """The maintenance DAG's step: every loaded topic's closed hours older than ``compaction.older_than``."""
+    from pipelines.compaction import compact_topic
+    from pipelines.manifest import OffsetStore
+
+    cfg = load_config(path)
+    done = []
+    for topic in OffsetStore(cfg.warehouse_fs()).topics():
+        if cfg.spec_for(topic) is None or not OffsetStore(cfg.warehouse_fs()).has_history(topic):
+            continue
+        for r in compact_topic(cfg, topic, older_than_ms=cfg.compaction_older_than_ms):
+            if r.merges:
+                log.info("%s hour %d: %d -> %d files (%d rows) in %.1f s", topic, r.hour, r.files_before, r.files_after,
+                         r.rows, r.seconds)
+                done.append({"topic": topic, "hour": r.hour, "files_before": r.files_before,
+                             "files_after": r.files_after, "rows": r.rows})
+    return done
+
+
 def summary(cfg: LoaderConfig, run_id: str) -> dict:
     """Rows per topic and partition, offset ranges, validation and locations of a committed run."""
     from pipelines.manifest import OffsetStore

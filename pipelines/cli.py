@@ -6,6 +6,8 @@
     logbus load history [--topic T]
     logbus load reset   --topic T --to earliest|latest|<epoch ms>|<ISO time>
     logbus load pack-env [--output env.tar.gz]  (the executors' Python environment, for spark.archives)
+    logbus load completeness --topic T [--since 2026-01-13T05|6h] [--declare]
+    logbus load compact --topic T (--hour 2026-01-13T05 | --older-than 1d) [--target-size 256MB] [--dry-run]
 """
 
 from __future__ import annotations
@@ -50,6 +52,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common(p)
     p.add_argument("--topic", required=True)
     p.add_argument("--to", required=True, help="earliest, latest, epoch milliseconds or an ISO-8601 time")
+    p = sub.add_parser("completeness", help="per event hour of a topic: complete, incomplete (why) or reopened, "
+                                            "with the loads' and the audit's counts")
+    common(p)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--since", help="from this hour (2026-01-13T05) or this long ago (6h, 2d)")
+    p.add_argument("--declare", action="store_true",
+                   help="validate the hours that became complete and declare them (as the Airflow DAG does)")
+    p = sub.add_parser("compact", help="merge closed hours' small files into files of about --target-size")
+    common(p)
+    p.add_argument("--topic", required=True)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--hour", help="this hour (2026-01-13T05); refused unless it is closed")
+    which.add_argument("--older-than", help="every closed hour that ended at least this long ago (6h, 1d)")
+    p.add_argument("--target-size", help="about this many bytes per file (64MB, 1GB; default compaction.target_size)")
+    p.add_argument("--dry-run", action="store_true", help="say what would be merged; change nothing")
     p = sub.add_parser("pack-env", help="pack the executors' Python environment (venv-pack) for spark.archives")
     p.add_argument("--output", default="env.tar.gz", help="the archive to write (default env.tar.gz)")
     p.add_argument("--constraints", help="pin versions with this pip constraints file (default: the repository's "
@@ -114,7 +131,7 @@ def _run(loader, args, out) -> int:
                 r["min"], r["max"] = fmt_ts(r["min_ts"]), fmt_ts(r["max_ts"])
             print(format_table(rows, [("topic", "topic"), ("partition", "part"), ("start", "start"), ("end", "end"),
                                       ("tasks", "tasks"), ("records", "records"), ("errors", "errors"),
-                                      ("duplicates", "dups dropped"), ("bytes", "bytes"), ("files", "files"),
+                                      ("duplicates", "dups dropped"), ("late", "late"), ("bytes", "bytes"), ("files", "files"),
                                       ("min", "first record (UTC)"), ("max", "last record (UTC)"), ("gap", "gap"),
                                       ("status", "status")]), file=out)
         for t in result.validation.topics if result.validation else ():
@@ -210,7 +227,64 @@ def _pack_env(args, out) -> int:
     return 0
 
 
-ACTIONS = {"run": _run, "plan": _plan, "rerun": _rerun, "history": _history, "reset": _reset}
+def _completeness(loader, args, out) -> int:
+    from pipelines.completeness import Completeness, declare_complete, parse_hour
+    from pipelines.config import ConfigError, parse_duration_ms
+    from pipelines.manifest import now_ms
+    from pipelines.progress import format_table
+    from pipelines.writer import HOUR_MS
+
+    spec = loader.config.spec_for(args.topic)
+    if spec is None:
+        raise CommandError(f"topic {args.topic!r} is not in the loader config's topics")
+    since = None
+    if args.since:
+        try:
+            since = (now_ms() - parse_duration_ms(args.since, "--since")) // HOUR_MS
+        except ConfigError:
+            since = parse_hour(args.since)
+    if args.declare:
+        for d in declare_complete(loader.config, [args.topic], since):
+            print(f"{d['topic']} {d['name']}: declared complete{' again' if d['reopened'] else ''} "
+                  f"({d['rows']:,} rows, {d['late']:,} late) -> {d['uri']}", file=out)
+    rows = [st.to_dict() | {"why": "; ".join(st.why), "audited": "-" if st.audited is None else st.audited,
+                            "declared": f"{st.declared}x" + (" (pending)" if st.undeclared else "")}
+            for st in Completeness(loader.fs, args.topic, spec).statuses(since)]
+    if not rows:
+        print(f"{args.topic}: no loaded hours in {loader.config.warehouse}", file=out)
+        return 0
+    print(format_table(rows, [("name", "hour"), ("status", "status"), ("rows", "rows"), ("read", "read"),
+                              ("audited", "audited"), ("late", "late"), ("errors", "errors"),
+                              ("duplicates", "dups"), ("declared", "declared"), ("why", "why")]), file=out)
+    return 0
+
+
+def _compact(loader, args, out) -> int:
+    from pipelines.compaction import compact_topic
+    from pipelines.completeness import parse_hour
+    from pipelines.config import parse_duration_ms, parse_size_bytes
+    from pipelines.faults import compaction_step_from_environment
+    from pipelines.progress import format_table
+    from pipelines.writer import hour_dir
+
+    done = compact_topic(loader.config, args.topic, hour=parse_hour(args.hour) if args.hour else None,
+                         older_than_ms=parse_duration_ms(args.older_than, "--older-than") if args.older_than else None,
+                         target_size=parse_size_bytes(args.target_size, "--target-size") if args.target_size else None,
+                         dry_run=args.dry_run, step=compaction_step_from_environment())
+    rows = [{"hour": hour_dir(r.topic, r.hour).split("/", 1)[1], "files": f"{r.files_before} -> {r.files_after}",
+             "merged": sum(len(m.inputs) for m in r.merges), "rows": r.rows,
+             "bytes": f"{r.bytes_before:,} -> {r.bytes_after:,}", "seconds": r.seconds} for r in done]
+    verb = "would compact" if args.dry_run else "compacted"
+    changed = [r for r in done if r.merges]
+    print(f"{args.topic}: {verb} {len(changed)} of {len(done)} closed hour(s)", file=out)
+    if rows:
+        print(format_table(rows, [("hour", "hour"), ("files", "files"), ("merged", "merged"), ("rows", "rows"),
+                                  ("bytes", "bytes"), ("seconds", "s")]), file=out)
+    return 0
+
+
+ACTIONS = {"compact": _compact, "completeness": _completeness, "run": _run, "plan": _plan, "rerun": _rerun,
+           "history": _history, "reset": _reset}
 
 
 def main(argv: list[str] | None = None) -> int:

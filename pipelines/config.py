@@ -30,6 +30,7 @@ FIELD_TYPES = ("string", "int", "long", "float", "double", "boolean", "timestamp
 RESET_POLICIES = ("earliest", "latest")
 OUT_OF_RANGE_POLICIES = ("fail", "earliest")
 PARQUET_WRITERS = ("python", "spark")
+LATE_POLICIES = ("reopen", "separate", "drop")
 RECORD_TIMESTAMP = "timestamp"  # the time field meaning "the record's own timestamp"
 
 
@@ -78,6 +79,12 @@ LOADER_CONFIG = ConfigDef(
         Key("webhdfs.user", Type.STRING, None, doc="The HDFS user for webhdfs:// (and hdfs:// outside Spark)."),
         Key("webhdfs.address", Type.STRING, None, doc="host:port of the namenode's HTTP server (hdfs:// outside Spark)."),
         Key("schedule", Type.STRING, "@hourly", doc="The Airflow schedule of every topic group without its own."),
+        Key("compaction.target_size", Type.STRING, "256MB",
+            doc="`logbus load compact` and the `logbus_compact` DAG merge an hour's small files into files of about "
+                "this size (`64MB`, `1GB`, or bytes)."),
+        Key("compaction.older_than", Type.STRING, "1d",
+            doc="The `logbus_compact` DAG compacts closed hours that ended at least this long ago (`6h`, `1d`)."),
+        Key("compaction.schedule", Type.STRING, "@daily", doc="The `logbus_compact` DAG's Airflow schedule."),
         Key("metrics.pushgateway", Type.STRING, None, doc="The Prometheus Pushgateway's URL; unset: nothing is pushed."),
         Key("metrics.job", Type.STRING, "logbus_loader", doc="The pushgateway's `job` label."),
         Key("metrics.instance", Type.STRING, None, doc="The `instance` label; unset: the run's topic group."),
@@ -105,6 +112,68 @@ class FieldSpec:
     required: bool = False
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(value: Any, key: str) -> int:
+    """``2h``, ``30m``, ``1d``, ``90s``, ``500ms`` or a number of milliseconds, as milliseconds."""
+    if isinstance(value, bool):
+        raise _error(key, f"{value!r} is not a duration (e.g. 2h, 30m, 1d)")
+    if isinstance(value, int):
+        ms = value
+    else:
+        m = _DURATION.match(str(value))
+        if m is None:
+            raise _error(key, f"{value!r} is not a duration (e.g. 2h, 30m, 1d)")
+        ms = int(float(m[1]) * _DURATION_MS[m[2]])
+    if ms < 0:
+        raise _error(key, f"{value!r} is negative")
+    return ms
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|KIB|MB|MIB|GB|GIB)?\s*$", re.IGNORECASE)
+_SIZE_BYTES = {"B": 1, "KB": 1000, "KIB": 1024, "MB": 1000**2, "MIB": 1024**2, "GB": 1000**3, "GIB": 1024**3}
+
+
+def parse_size_bytes(value: Any, key: str) -> int:
+    """``256MB``, ``64MiB``, ``1GB`` or a number of bytes, as bytes (at least 1)."""
+    m = _SIZE.match(str(value)) if not isinstance(value, bool) else None
+    if m is None:
+        raise _error(key, f"{value!r} is not a size (e.g. 256MB, 64MiB, 1GB)")
+    size = int(float(m[1]) * _SIZE_BYTES[(m[2] or "B").upper()])
+    if size < 1:
+        raise _error(key, f"{value!r} is not a positive size")
+    return size
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    """What happens to a record of an hour that was already closed (``late_data:``, docs/loader.md)."""
+
+    allowed_lateness_ms: int = 0   # an hour closes once a run planned this long after its end has loaded
+    policy: str = "reopen"         # reopen | separate | drop
+
+    def to_dict(self) -> dict:
+        return {"allowed_lateness_ms": self.allowed_lateness_ms, "policy": self.policy}
+
+    @classmethod
+    def from_dict(cls, d: Mapping | None) -> LatePolicy:
+        return cls() if not d else cls(int(d.get("allowed_lateness_ms", 0)), str(d.get("policy", "reopen")))
+
+
+def _late_policy(raw: Any, key: str) -> LatePolicy:
+    if raw is None:
+        return LatePolicy()
+    if not isinstance(raw, Mapping):
+        raise _error(key, "must be a mapping {allowed_lateness: 2h, policy: reopen|separate|drop}")
+    _no_unknown(raw, {"allowed_lateness", "policy"}, f"{key}.")
+    policy = raw.get("policy", "reopen")
+    if policy not in LATE_POLICIES:
+        raise _error(f"{key}.policy", f"{policy!r} is not one of {', '.join(LATE_POLICIES)}")
+    return LatePolicy(parse_duration_ms(raw.get("allowed_lateness", 0), f"{key}.allowed_lateness"), policy)
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     """How one topic (or every topic a pattern matches) is decoded and partitioned."""
@@ -115,6 +184,7 @@ class TopicSpec:
     schema: tuple[FieldSpec, ...] = ()
     time_field: str = RECORD_TIMESTAMP
     require_match: bool = False  # a pattern matching no topic fails the plan (else a warning)
+    late_data: LatePolicy = LatePolicy()
     # extra Great Expectations checks (pipelines.validation): ({"type": "expect_...", "kwargs": {...}}, ...)
     expectations: tuple = field(default=(), compare=False)
 
@@ -128,12 +198,14 @@ class TopicSpec:
             "format": self.format,
             "time_field": self.time_field,
             "schema": [{"name": f.name, "type": f.type, "required": f.required} for f in self.schema],
+            "late_data": self.late_data.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, topic: str, d: Mapping) -> TopicSpec:
         return cls(name=topic, format=d["format"], time_field=d.get("time_field", RECORD_TIMESTAMP),
-                   schema=tuple(FieldSpec(f["name"], f["type"], bool(f.get("required"))) for f in d.get("schema", ())))
+                   schema=tuple(FieldSpec(f["name"], f["type"], bool(f.get("required"))) for f in d.get("schema", ())),
+                   late_data=LatePolicy.from_dict(d.get("late_data")))
 
 
 @dataclass(frozen=True)
@@ -197,6 +269,9 @@ class LoaderConfig:
     groups: tuple[GroupSpec, ...] = ()    # none configured: one group "all" with every topic
     airflow: Mapping[str, Any] = field(default_factory=dict)  # catchup, start_date, load, spark_submit
     metrics: MetricsConfig = MetricsConfig()
+    compaction_target_bytes: int = 256 * 1000**2  # compaction.target_size
+    compaction_older_than_ms: int = 86_400_000    # compaction.older_than
+    compaction_schedule: str = "@daily"           # compaction.schedule
     security: ClientSecurity = PLAINTEXT  # cluster.security.protocol, ssl.*, sasl.* (the password never in a repr)
 
     def warehouse_fs(self, spark=None) -> WarehouseFS:
@@ -378,6 +453,10 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         raise _error("webhdfs.address", f"{address!r} is not host:port (the namenode's HTTP address, "
                                              "e.g. namenode:9870)")
     schedule = _value(raw, "schedule", "schedule")
+    compaction = _mapping(raw, "compaction")
+    _no_unknown(compaction, {"target_size", "older_than", "schedule"}, "compaction.")
+    target_bytes = parse_size_bytes(_value(compaction, "target_size", "compaction.target_size"), "compaction.target_size")
+    older_than_ms = parse_duration_ms(_value(compaction, "older_than", "compaction.older_than"), "compaction.older_than")
     airflow = dict(_mapping(raw, "airflow"))
     _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args", "kafka_conn_id"},
                 "airflow.")
@@ -397,6 +476,8 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         spark_ship_code=ship_code, spark_probe_timeout_ms=probe_timeout, webhdfs_user=webhdfs.get("user"),
         webhdfs_address=str(address) if address is not None else None, schedule=schedule, source=source,
         airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")), security=security,
+        compaction_target_bytes=target_bytes, compaction_older_than_ms=older_than_ms,
+        compaction_schedule=_value(compaction, "schedule", "compaction.schedule"),
     )
     groups = _groups(raw.get("groups"))
     if groups:
@@ -501,7 +582,8 @@ def _topic(raw: Any, key: str) -> TopicSpec:
         raw = {"name": raw}
     if not isinstance(raw, Mapping):
         raise _error(key, "must be a topic name or a mapping with name: or pattern:")
-    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations", "require_match"}, f"{key}.")
+    _no_unknown(raw, {"name", "pattern", "format", "schema", "time_field", "expectations", "require_match",
+                      "late_data"}, f"{key}.")
     name, pattern = raw.get("name"), raw.get("pattern")
     if (name is None) == (pattern is None):
         raise _error(key, "set exactly one of name: or pattern:")
@@ -563,6 +645,7 @@ def _topic(raw: Any, key: str) -> TopicSpec:
         raise _error(f"{key}.require_match", f"{require_match!r} is not true or false")
     return TopicSpec(name=name, pattern=str(pattern) if pattern is not None else None, format=fmt,
                      schema=tuple(schema), time_field=time_field, require_match=require_match,
+                     late_data=_late_policy(raw.get("late_data"), f"{key}.late_data"),
                      expectations=_expectations(raw.get("expectations"), f"{key}.expectations"))
 
 

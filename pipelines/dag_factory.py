@@ -1,6 +1,11 @@
 """Airflow DAGs from ``conf/loader.yaml``: one per topic group (``groups:``), ``logbus_load_<group>``.
 
-    plan -> load -> validate -> commit -> report
+    plan -> load -> validate -> commit -> complete -> report
+         -> audit ------------------------/
+
+``audit`` counts the planned ranges at the cluster while they load; ``complete`` validates and
+declares the event hours that became complete and emits one Asset event per topic-hour through
+the alias ``logbus-complete-<topic>`` (``pipelines.completeness.asset_uri``; docs/loader.md).
 
 Scheduled from the config (``schedule``, per group or top level; ``@hourly`` by default),
 ``max_active_runs=1`` so offsets advance in order, catch-up off unless ``airflow.catchup``.
@@ -14,12 +19,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 
 from pipelines import airflow_tasks as steps
 from pipelines.config import LoaderConfig, load_config
 
 log = logging.getLogger("logbus.airflow")
 DAG_PREFIX = "logbus_load_"
+COMPACT_DAG = "logbus_compact"
 
 
 def _start_date(cfg: LoaderConfig) -> dt.datetime:
@@ -28,8 +35,17 @@ def _start_date(cfg: LoaderConfig) -> dt.datetime:
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
+def complete_alias(topic: str) -> str:
+    """The Asset alias whose events say an hour of ``topic`` is complete (a downstream DAG schedules on it)."""
+    return f"logbus-complete-{topic}"
+
+
+def _is_name(topic: str) -> bool:
+    return re.fullmatch(r"[A-Za-z0-9._-]+", topic) is not None
+
+
 def build_dag(path: str, cfg: LoaderConfig, group: str):
-    from airflow.sdk import DAG, Param, get_current_context, task
+    from airflow.sdk import DAG, Asset, AssetAlias, Param, get_current_context, task
     from airflow.sdk.exceptions import AirflowFailException
 
     spec = next(g for g in cfg.topic_groups() if g.name == group)
@@ -57,6 +73,9 @@ def build_dag(path: str, cfg: LoaderConfig, group: str):
     def params_now() -> dict:
         return dict(get_current_context()["params"])
 
+    # an alias per topic named in the group; topics a pattern matches share the group's
+    aliases = {t: AssetAlias(complete_alias(t)) for t in spec.topics if _is_name(t)}
+    group_alias = AssetAlias(complete_alias(f"group-{group}"))
     with dag:
         @task(task_id="plan")
         def plan() -> dict:
@@ -79,20 +98,63 @@ def build_dag(path: str, cfg: LoaderConfig, group: str):
         def commit(info: dict, validation: dict) -> dict:
             return steps.commit_step(path, group, info)
 
+        @task(task_id="audit")
+        def audit(info: dict) -> dict:
+            return steps.audit_step(path, group, info)
+
+        @task(task_id="complete", outlets=[*aliases.values(), group_alias])
+        def complete(info: dict, committed: dict, audited: dict, *, outlet_events=None) -> list[dict]:
+            declared = steps.complete_step(path, group, info)
+            for d in declared:
+                if outlet_events is not None:
+                    outlet_events[aliases.get(d["topic"], group_alias)].add(Asset(uri=d["uri"], name=f"{d['topic']}/{d['name']}"),
+                                             extra={k: d[k] for k in ("topic", "name", "rows", "late", "reopened")})
+            return declared
+
         @task(task_id="report")
-        def report(info: dict, committed: dict) -> dict:
+        def report(info: dict, committed: dict, declared: list) -> dict:
             return steps.report_step(path, group, info)
 
         info = plan()
         loaded = load(info)
+        audited = audit(info)
         validation = validate(info, loaded)
         committed = commit(info, validation)
-        report(info, committed)
+        report(info, committed, complete(info, committed, audited))
+    return dag
+
+
+def build_compact_dag(path: str, cfg: LoaderConfig):
+    """``logbus_compact``: the maintenance DAG merging closed hours' small files (``compaction:``)."""
+    from airflow.sdk import DAG, task
+
+    dag = DAG(
+        dag_id=COMPACT_DAG,
+        description=f"merge the small files of closed hours older than {cfg.compaction_older_than_ms // 3_600_000} h "
+                    f"in {cfg.warehouse}",
+        schedule=cfg.compaction_schedule,
+        start_date=_start_date(cfg),
+        catchup=False,
+        max_active_runs=1,
+        tags=["logbus", "warehouse", "maintenance"],
+        default_args={"retries": 1},
+        doc_md="Runs `logbus load compact --older-than <compaction.older_than>` for every loaded topic "
+               "(pipelines.compaction; docs/loader.md, \"Compaction of small files\").",
+    )
+    with dag:
+        @task(task_id="compact")
+        def compact() -> list[dict]:
+            return steps.compact_step(path)
+
+        compact()
     return dag
 
 
 def build_dags(path: str | None = None) -> dict:
-    """{dag_id: DAG} for every topic group of the loader config (``$LOGBUS_LOADER_CONFIG``)."""
+    """{dag_id: DAG} for every topic group of the loader config (``$LOGBUS_LOADER_CONFIG``), and the
+    compaction DAG."""
     path = path or steps.config_path()
     cfg = load_config(path)
-    return {f"{DAG_PREFIX}{g.name}": build_dag(path, cfg, g.name) for g in cfg.topic_groups()}
+    dags = {f"{DAG_PREFIX}{g.name}": build_dag(path, cfg, g.name) for g in cfg.topic_groups()}
+    dags[COMPACT_DAG] = build_compact_dag(path, cfg)
+    return dags

@@ -67,3 +67,19 @@ class LoadFaults:
 
 
 NO_FAULTS = LoadFaults()
+
+
+COMPACT_KILL_ENV = "LOGBUS_COMPACT_KILL_AT"
+
+
+def compaction_step_from_environment():
+    """The step callback of ``pipelines.compaction.compact_hour`` for ``logbus load compact``: SIGKILL this
+    process at the step ``LOGBUS_COMPACT_KILL_AT`` names (after_rename, after_manifest, after_first_delete),
+    set only by tests that kill a compaction; otherwise it does nothing."""
+    target = os.environ.get(COMPACT_KILL_ENV)
+
+    def step(name: str) -> None:
+        if name == target:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return step

@@ -19,6 +19,17 @@ from collections.abc import Iterator
 from urllib.parse import urlparse
 
 
+def read_parquet(fs: WarehouseFS, path: str):
+    """A Parquet file of the warehouse as an Arrow table (memory-mapped where the file is local)."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    if isinstance(fs, LocalFS):
+        return pq.read_table(fs.local(path))
+    return pq.read_table(io.BytesIO(fs.read_bytes(path)))
+
+
 class WarehouseFS:
     url: str
 

@@ -149,6 +149,9 @@ def _range_batches(task: RangeTask, ctx: TaskContext, schema: pa.Schema, stats):
                 for hour, rows in zip(*np.unique(buckets, return_counts=True)):
                     hours[int(hour)] = hours.get(int(hour), 0) + int(rows)
                 yield _staging_batch(batch, task.index, buckets, schema)
+            if scan.late_tables:
+                raise LoadError(f"{task.topic}: late_data policy separate needs parquet.writer python "
+                                "(Spark's writer cannot write the _late/ files yet)")
             ctx.faults.after_first_file(task)  # after handing Spark all of the range's rows
         except TopicDeletedError:
             result = replace(result, status=TOPIC_DELETED)  # what it staged is dropped with the staging directory

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
+from pipelines.compaction import reconcile_rerun
 from pipelines.config import ConfigError, LoaderConfig, ResetPolicy, load_config, parse_reset
 from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.faults import NO_FAULTS, LoadFaults
@@ -346,12 +347,19 @@ class Loader:
                 "partitions": [{"partition": p["partition"], "start": p["start"], "end": p["end"],
                                 "ranges": p["ranges"], "gap": None,
                                 "reason": p.get("reason", ""), "earliest": p.get("earliest"),
-                                "latest": p.get("latest"), "origins": starts.get(int(p["partition"]))}
+                                "latest": p.get("latest"), "origins": starts.get(int(p["partition"])),
+                                "closed_below": p.get("closed_below")}
                                for p in doc["partitions"]],
             }
         plan = plan_from_docs(run_id, plan_docs)
         t0 = time.monotonic()
         results = self.load(plan)
+        for topic in sorted(docs):  # files a compaction merged since: identical ones go (their rows are live)
+            rewritten = [f["path"] for r in results if r.topic == topic for f in r.files]
+            removed = reconcile_rerun(self.store, topic, rewritten)
+            if removed:
+                self._say(f"{topic}: {removed} rewritten file(s) byte-identical to the files compaction merged; "
+                          "removed (their rows are in the compacted files)")
         result = RunResult(run_id, plan, results, [], time.monotonic() - t0, kind="rerun")
         for topic in sorted(docs):
             manifest = self.store.manifest(topic, run_id)
@@ -391,6 +399,7 @@ class Loader:
                     "ranges": " ".join(f"{p['partition']}:{p['start']}-{p['end']}" for p in parts),
                     "records": m.get("totals", {}).get("records", 0), "errors": m.get("totals", {}).get("errors", 0),
                     "duplicates": m.get("totals", {}).get("duplicates_dropped", 0),
+                    "late": m.get("totals", {}).get("late", 0),
                     "bytes": m.get("totals", {}).get("bytes", 0), "gaps": sum(len(p.get("gaps", [])) for p in parts),
                     "reruns": len(m.get("reruns", [])),
                 })
@@ -402,7 +411,7 @@ class Loader:
                 rows.append({
                     "run_id": run_id, "topic": t, "kind": "load", "status": "pending", "partitions": len(parts),
                     "ranges": " ".join(f"{p['partition']}:{p['start']}-{p['end']}" for p in parts),
-                    "records": None, "errors": None, "duplicates": None, "bytes": None, "gaps": 0, "reruns": 0,
+                    "records": None, "errors": None, "duplicates": None, "late": None, "bytes": None, "gaps": 0, "reruns": 0,
                 })
         rows.sort(key=lambda r: (r["run_id"], r["topic"]))
         return rows

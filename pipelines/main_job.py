@@ -7,7 +7,9 @@
    `activity` group with `airflow dags test`: plan -> load (Spark local[2]) -> validate (Great
    Expectations) -> commit offsets -> report;
 4. print a summary: rows per topic and partition, offset ranges, validation, where the Parquet
-   files and the Data Docs are — checked against what was produced;
+   files and the Data Docs are — checked against what was produced — and the completeness of
+   each event hour (the events span the last two hours: the closed ones are audited at the
+   cluster and declared complete by the DAG, the current one is still open);
 5. rerun that load from its saved offsets (`-c '{"rerun_run_id": ...}'`) and check the files
    are byte-identical;
 6. stop everything it started (also on failure or Ctrl-C).
@@ -41,6 +43,7 @@ TOPICS = {"page-views": 4, "searches": 3}
 PAGES = ["/feed", "/jobs", "/in/profile", "/messaging", "/notifications", "/search/results", "/groups", "/learning"]
 QUERIES = ["kafka", "data engineer", "spark", "hadoop", "zookeeper", "airflow", "site reliability", "python"]
 
+SPAN_MS = 2 * 3_600_000
 T0 = time.monotonic()
 
 
@@ -62,8 +65,9 @@ def activity(members: int, views: int, searches: int, seed: int = 7):
         events.append(("searches", m, {"member_id": m, "query": rng.choice(QUERIES), "results": rng.randrange(0, 500)}))
     rng.shuffle(events)
     out = []
+    step = SPAN_MS // max(1, len(events))  # event times spread over the last SPAN_MS: closed hours and the open one
     for i, (topic, m, e) in enumerate(events):
-        ts = now - (len(events) - i) * 20
+        ts = now - (len(events) - i) * step
         e["ts"] = ts
         out.append((topic, str(m).encode(), json.dumps(e).encode(), ts))
     return out
@@ -153,6 +157,24 @@ def parquet_rows(warehouse: Path, files: list[str]) -> Counter:
     return rows
 
 
+def print_completeness(cfg, check) -> None:
+    """Per topic and event hour: complete (audited, declared by the DAG's `complete` task) or open."""
+    from pipelines.completeness import COMPLETE, Completeness
+
+    print("      completeness (`logbus load completeness --topic T`):")
+    print(f"      {'topic':<12} {'hour':<14} {'status':<11} {'rows':>7} {'audited':>8} {'declared':>9}  why")
+    for topic in TOPICS:
+        statuses = Completeness(cfg.warehouse_fs(), topic, cfg.spec_for(topic)).statuses()
+        check(bool(statuses), f"{topic}: no hours in the warehouse")
+        for st in statuses:
+            audited = "-" if st.audited is None else f"{st.audited:,}"
+            print(f"      {topic:<12} {st.name:<14} {st.status:<11} {st.rows:>7,} {audited:>8} "
+                  f"{st.declared:>8}x  {'; '.join(st.why)}")
+            if st.status == COMPLETE:
+                check(st.declared == 1 and st.audited == st.rows, f"{topic} {st.name}: complete but not declared or audited")
+        check(any(st.status == COMPLETE for st in statuses), f"{topic}: no closed hour is complete")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.main_job", description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, default=2000)
@@ -213,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         airflow(["db", "migrate"], env, log, "airflow db migrate")
         t = time.monotonic()
         airflow(["dags", "test", DAG_ID], env, log, f"airflow dags test {DAG_ID}")
-        say(f"      the DAG run succeeded in {time.monotonic() - t:.1f}s: plan -> load -> validate -> commit -> report")
+        say(f"      the DAG run succeeded in {time.monotonic() - t:.1f}s: "
+            "plan -> load + audit -> validate -> commit -> complete -> report")
 
         cfg = load_config(config).for_group(GROUP)
         warehouse = workdir / "warehouse"
@@ -249,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"        data docs: {t_sum['data_docs']}")
         total = sum(t["rows"] for t in s["topics"].values())
         check(total == len(events), f"{total} rows loaded, {len(events)} produced")
+        print_completeness(cfg, check)
 
         say(f"[5/6] rerunning run {run_id} from its saved offsets (`airflow dags test {DAG_ID} -c "
             f"'{{\"rerun_run_id\": \"{run_id}\"}}'`)")

@@ -21,10 +21,11 @@ from collections.abc import Iterable
 
 import pyarrow.parquet as pq
 
+from pipelines import hours as hour_tally
 from pipelines.fs import LocalFS, WarehouseFS
 from pipelines.origin_index import OriginIndex
 from pipelines.task_stats import TaskStats
-from pipelines.writer import commit_record_path, parse_file_name
+from pipelines.writer import HOUR_MS, commit_record_path, parse_file_name
 
 OFFSETS = "_offsets"
 
@@ -159,6 +160,42 @@ class OffsetStore:
                     found[int(p["partition"])] = p["origins"]
         return found
 
+    def closed_below(self, topic: str, lateness_ms: int) -> dict[int, int]:
+        """{partition: the first hour (epoch hour) not closed}: an hour closes once a committed load planned at
+        least ``lateness_ms`` after its end has read the partition (every record appended before that plan was
+        loaded; one appended later for an hour that old is late). Partitions never loaded are absent."""
+        last: dict[int, int] = {}
+        for m in self.manifests(topic):
+            if m.get("kind") != "load" or not m.get("planned_ms"):
+                continue
+            for p in m.get("partitions", []):
+                if p.get("status") in ("loaded", "empty"):
+                    last[int(p["partition"])] = max(last.get(int(p["partition"]), 0), int(m["planned_ms"]))
+        return {p: (ms - lateness_ms) // HOUR_MS for p, ms in last.items()}
+
+    def live_files(self, topic: str) -> list[str]:
+        """The data files readers should read: those the load manifests list, less the ones committed
+        compactions replaced, plus the files those compactions wrote (``pipelines.compaction``)."""
+        files: dict[str, None] = {}
+        for m in self.manifests(topic):
+            if m.get("kind") == "compact":
+                for r in m["compaction"]["replaced"]:
+                    files.pop(r["path"], None)
+                files.update(dict.fromkeys(f["path"] for f in m["compaction"]["files"]))
+            else:
+                files.update(dict.fromkeys(f if isinstance(f, str) else f["path"]
+                                           for p in m.get("partitions", []) for f in p.get("files", [])))
+        return sorted(files)
+
+    def compacted_files(self, topic: str) -> set[str]:
+        """Files committed compactions wrote."""
+        return {f["path"] for m in self.manifests(topic) if m.get("kind") == "compact" for f in m["compaction"]["files"]}
+
+    def replaced_files(self, topic: str) -> dict[str, str]:
+        """{path: sha256} of the files committed compactions replaced."""
+        return {r["path"]: r["sha256"] for m in self.manifests(topic) if m.get("kind") == "compact"
+                for r in m["compaction"]["replaced"]}
+
     def has_history(self, topic: str) -> bool:
         return bool(self.run_ids(topic, "manifest"))
 
@@ -275,7 +312,8 @@ def _ts_stats(meta) -> tuple[int | None, int | None]:
 def _partition_result(partition: int, start: int, end: int, reason: str) -> dict:
     return {"partition": partition, "start": start, "end": end, "next": end, "reason": reason, "ranges": [],
             "count": 0, "errors": 0, "bytes": 0, "min_ts": None, "max_ts": None, "files": [], "gaps": [],
-            "seconds": 0.0, "status": "loaded", "duplicates_dropped": 0, "duplicate_offsets": []}
+            "seconds": 0.0, "status": "loaded", "duplicates_dropped": 0, "duplicate_offsets": [], "hours": {},
+            "late_offsets": [], "late_files": []}
 
 
 def _add_entry(p: dict, entry: dict) -> None:
@@ -290,6 +328,9 @@ def _add_entry(p: dict, entry: dict) -> None:
         before = p.get("origins")
         after = OriginIndex.from_json(entry["origins"])
         p["origins"] = (after if before is None else OriginIndex.from_json(before).merge(after)).to_json()
+    p["hours"] = hour_tally.sorted_counts(hour_tally.merge(p.get("hours") or {}, entry.get("hours")))
+    p["late_offsets"] = _joined(p.get("late_offsets", []) + [list(r) for r in entry.get("late_offsets", [])])
+    p["late_files"] = p.get("late_files", []) + [f["path"] for f in entry.get("late_files", [])]
     p["seconds"] = round(p.get("seconds", 0.0) + (entry.get("seconds") or 0.0), 3)
     for k, fn in (("min_ts", min), ("max_ts", max)):
         if entry.get(k) is not None:
@@ -315,6 +356,7 @@ def totals(partitions: list[dict]) -> dict:
         "offsets": sum(p["end"] - p["start"] for p in partitions),
         "files": sum(len(p["files"]) for p in partitions),
         "duplicates_dropped": sum(p.get("duplicates_dropped", 0) for p in partitions),
+        "late": sum(row.get("late", 0) for p in partitions for row in (p.get("hours") or {}).values()),
         "seconds": round(sum(p.get("seconds") or 0.0 for p in partitions), 3),  # task-seconds, summed
     }
 
@@ -329,6 +371,7 @@ def build_manifest(plan_doc: dict, results: list[TaskStats], kind: str = "load",
         p["gaps"] = [list(pp["gap"])] if pp.get("gap") else []
         p["latest"] = pp.get("latest")
         p["earliest"] = pp.get("earliest")
+        p["closed_below"] = pp.get("closed_below")
         if pp.get("origins") is not None:
             p["origins"] = pp["origins"]  # the index the run started from; each range's merges into it
         statuses = set()
@@ -342,7 +385,8 @@ def build_manifest(plan_doc: dict, results: list[TaskStats], kind: str = "load",
             _add_entry(p, {"rows": r.count, "errors": r.errors, "bytes": r.bytes, "files": r.files, "gaps": r.gaps,
                            "min_ts": r.min_ts, "max_ts": r.max_ts, "seconds": r.seconds,
                            "duplicates_dropped": r.duplicates_dropped, "duplicate_offsets": r.duplicate_offsets,
-                           "origins": r.origins})
+                           "origins": r.origins, "hours": r.hours, "late_offsets": r.late_offsets,
+                           "late_files": r.late_files})
         if "topic_deleted" in statuses:
             p["status"] = "topic_deleted"
             p["next"] = p["start"]

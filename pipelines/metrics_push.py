@@ -28,6 +28,8 @@ TOPIC_METRICS = (
     ("logbus_loader_errors", "errors", "Undecodable values (sent to _errors/) in the last committed run, per topic."),
     ("logbus_loader_duplicates_dropped", "duplicates_dropped",
      "Copies not written because their origin was written already (deduplication by origin), per topic."),
+    ("logbus_loader_late_records", "late",
+     "Records of an already closed event hour (late_data: reopened, separated or dropped as configured), per topic."),
     ("logbus_loader_task_seconds", "seconds", "Seconds the last committed run's tasks took, summed per topic."),
 )
 

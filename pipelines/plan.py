@@ -11,11 +11,12 @@ from broker.client.admin import AdminClient
 from broker.client.connection import BrokerConnectionError
 from broker.client.simple_consumer import EARLIEST_TIME, LATEST_TIME, SimpleConsumer
 from broker.protocol.errors import KafkaError, LeaderNotAvailableError
-from pipelines.config import LoaderConfig, ResetPolicy, TopicSpec
+from pipelines.config import LatePolicy, LoaderConfig, ResetPolicy, TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.manifest import OffsetStore, new_run_id, now_ms, split_range
 from pipelines.origin_index import OriginIndex
 from pipelines.task import RangeTask
+from pipelines.writer import HOUR_MS
 
 
 class Cluster:
@@ -120,12 +121,13 @@ class Plan:
             doc = self.topics[topic]
             for p in doc["partitions"]:
                 origins = p.get("origins")
+                late = late_of(doc, p)
                 for s, e in p["ranges"]:
                     if e > s:
                         # a later piece of a split partition first reads the origins the pieces before it write
                         lookback = max(p["start"], s - origins["window"]) if origins and s > p["start"] else None
                         out.append(RangeTask(len(out), self.run_id, topic, p["partition"], s, e, doc["spec"],
-                                             origins=origins, lookback=lookback))
+                                             origins=origins, lookback=lookback, late=late))
         return out
 
     def rows(self) -> list[dict]:
@@ -138,6 +140,15 @@ class Plan:
     @property
     def offsets(self) -> int:
         return sum(p["end"] - p["start"] for d in self.topics.values() for p in d["partitions"])
+
+
+def late_of(doc: Mapping, partition: Mapping) -> dict | None:
+    """What a range task needs of the topic's late_data policy: None until an hour of the partition has closed."""
+    if partition.get("closed_below") is None:
+        return None
+    policy = LatePolicy.from_dict(doc["spec"].get("late_data")).policy
+    return {"closed_below": int(partition["closed_below"]), "policy": policy,
+            "arrival_hour": int(doc.get("planned_ms") or 0) // HOUR_MS}
 
 
 def unavailable_of(docs: Iterable[Mapping]) -> dict[str, list[int]]:
@@ -190,6 +201,7 @@ def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id
         committed = store.committed_offsets(topic)
         history = store.has_history(topic)
         origins = store.committed_origins(topic) if config.dedup_window else {}
+        closed = store.closed_below(topic, spec.late_data.allowed_lateness_ms)
         partitions = []
         unavailable = []
         for partition in sorted(layout[topic]):
@@ -222,6 +234,8 @@ def make_plan(config: LoaderConfig, cluster: Cluster, store: OffsetStore, run_id
                 "partition": partition, "start": start, "end": latest, "earliest": earliest, "latest": latest,
                 "leader": layout[topic][partition], "reason": reason, "gap": gap,
                 "ranges": [list(r) for r in split_range(start, latest, config.max_range_records)],
+                # hours below this one had closed when the run was planned: their records are late (late_data)
+                "closed_below": closed.get(partition),
             })
             if config.dedup_window:  # the origin index the run starts from (pipelines.origin_index)
                 partitions[-1]["origins"] = OriginIndex.from_json(origins.get(partition), config.dedup_window).to_json()

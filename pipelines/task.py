@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pyarrow as pa
 
 from broker.client.connection import BrokerConnectionError
 from broker.client.security import PLAINTEXT, ClientSecurity
@@ -31,12 +32,15 @@ from broker.protocol.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
+from pipelines import hours as hour_tally
 from pipelines.config import TopicSpec
 from pipelines.errors import LoadError, OutOfRangeError, TopicDeletedError
+from pipelines.event_time import event_hours
 from pipelines.faults import NO_FAULTS, LoadFaults
 from pipelines.origin_index import NEW, NO_ORIGIN, OriginIndex, add_run
 from pipelines.record_columns import RecordChunk, decode_chunk
 from pipelines.task_stats import EMPTY, TOPIC_DELETED, TaskStats
+from pipelines.writer import HOUR_MS, hour_buckets
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class RangeTask:
     origins: dict | None = None  # the partition's origin index before this range (None: no deduplication)
     lookback: int | None = None  # with origins, a range after the first of its partition in the run: the origins of
                                  # [lookback, start), written by the ranges before it at the same time, are read first
+    late: dict | None = None     # {"closed_below": hour, "policy", "arrival_hour"}: rows of hours below closed_below
+                                 # are late (pipelines.plan, late_data); None: no hour of the partition has closed yet
 
 
 @dataclass(frozen=True)
@@ -282,6 +288,9 @@ class RangeScan:
         self.duplicates = 0
         self.duplicate_runs: list[list[int]] = []
         self.saw_origin = False  # a record with an origin header was read (the index may have changed)
+        self.hours: hour_tally.HourCounts = {}   # per event hour: read, rows, late, errors, duplicates
+        self.late_runs: list[list[int]] = []      # offsets of late records kept out of their hour
+        self.late_tables: list = []               # late_data separate: the late rows, with intended_hour
 
     def _drop_duplicates(self, chunk: RecordChunk) -> RecordChunk:
         """The chunk less the records whose origin the index holds (recording the others' origins)."""
@@ -327,9 +336,16 @@ class RangeScan:
             if chunk is None:
                 return
             read_to = chunk.last_offset + 1 if len(chunk) else task.start
+            read = chunk
             chunk = self._drop_duplicates(chunk)
+            if len(chunk) < len(read):
+                self._count_hours(read.keep(~np.isin(read.offsets, chunk.offsets)), "duplicates")
             batch, times, bad = self.decoder.decode(chunk) if len(chunk) else (None, [], [])
             self.errors += len(bad)
+            if bad:
+                self._count_hours(chunk.keep(np.isin(chunk.offsets, [r[2] for r in bad])), "errors")
+            if batch is not None:
+                batch, times = self._route_late(batch, times)
             if batch is not None:
                 self.count += batch.num_rows
                 bounds = _timestamp_bounds(chunk)
@@ -340,6 +356,37 @@ class RangeScan:
             yield batch, times, bad
             self.decode_s += time.monotonic() - f1  # decoding plus the caller's handling of the chunk
             self.progress.send(read_to, self.count + self.errors + self.duplicates)
+
+    def _count_hours(self, records: RecordChunk, column: str) -> None:
+        """Records that are no rows (dropped copies, undecodable values): read, and ``column``, per event hour."""
+        found = event_hours(self.decoder, records)
+        hour_tally.add(self.hours, "read", found)
+        hour_tally.add(self.hours, column, found)
+
+    def _route_late(self, batch, times):
+        """Count the batch's rows per hour (their partition times are their event hours: no second parse), and
+        apply the topic's late_data policy to the rows of closed hours."""
+        buckets = hour_buckets(times)
+        hour_tally.add(self.hours, "read", buckets)
+        late = self.task.late
+        mask = buckets < late["closed_below"] if late else None
+        if mask is None or not mask.any():
+            hour_tally.add(self.hours, "rows", buckets)
+            return batch, times
+        hour_tally.add(self.hours, "late", buckets[mask])
+        if late["policy"] == "reopen":
+            hour_tally.add(self.hours, "rows", buckets)
+            return batch, times
+        keep = ~mask
+        for offset in batch.column("offset").filter(pa.array(mask)).to_pylist():
+            add_run(self.late_runs, offset)
+        if late["policy"] == "separate":
+            moved = pa.Table.from_batches([batch.filter(pa.array(mask))])
+            intended = pa.array(buckets[mask] * HOUR_MS, pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+            self.late_tables.append(moved.append_column("intended_hour", intended))
+        hour_tally.add(self.hours, "rows", buckets[keep])
+        times_ms = times.to_numpy() if isinstance(times, (pa.Array, pa.ChunkedArray)) else np.asarray(times, np.int64)
+        return (batch.filter(pa.array(keep)) if keep.any() else None), times_ms[keep]
 
     def close(self) -> None:
         if self._chunks is not None:
@@ -356,7 +403,9 @@ class RangeScan:
                        chunks_vectorised=self.decoder.chunks_vectorised,
                        chunks_per_record=self.decoder.chunks_per_record, duplicates_dropped=self.duplicates,
                        duplicate_offsets=tuple((a, b) for a, b in self.duplicate_runs),
-                       origins=self.origins.to_json() if self.origins is not None and self.saw_origin else None)
+                       origins=self.origins.to_json() if self.origins is not None and self.saw_origin else None,
+                       hours=hour_tally.sorted_counts(self.hours),
+                       late_offsets=tuple((a, b) for a, b in self.late_runs))
 
 
 def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
@@ -384,6 +433,8 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
             return replace(stats, status=TOPIC_DELETED)
         w0 = time.monotonic()
         done = scan.stats(stats)
+        if scan.late_tables and task.late:
+            writer.add_late(pa.concat_tables(scan.late_tables, promote_options="permissive"), int(task.late["arrival_hour"]))
         files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps,
                               dedup=dedup_summary(done))
         write_s = time.monotonic() - w0
@@ -393,6 +444,7 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
     finally:
         scan.close()
     return replace(done, files=tuple(files), bytes=sum(f["bytes"] for f in files), write_s=write_s,
+                   late_files=tuple(writer.late_files),
                    seconds=round(time.monotonic() - t0, 3))
 
 

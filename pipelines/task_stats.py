@@ -29,6 +29,9 @@ class TaskStats:
     duplicates_dropped: int = 0     # records not written: their origin was written already (pipelines.origin_index)
     duplicate_offsets: tuple[tuple[int, int], ...] = ()  # their offsets, as runs [a, b)
     origins: dict | None = None     # the partition's origin index after this range (None: unchanged, or no deduplication)
+    hours: dict[str, dict[str, int]] | None = None  # per event hour: read, rows, late, errors, duplicates (pipelines.hours)
+    late_offsets: tuple[tuple[int, int], ...] = ()  # late records not in their hour (late_data separate/drop), as runs [a, b)
+    late_files: tuple[dict, ...] = ()  # {"path", "rows", "bytes"} of the range's _late/ files (late_data separate)
     status: str = LOADED            # loaded, empty or topic_deleted
     fetch_s: float = 0.0            # time waiting for fetched chunks
     decode_s: float = 0.0           # time decoding them (and handing them to the writer)
@@ -51,6 +54,8 @@ class TaskStats:
         values["files"] = tuple(values.get("files", ()))
         values["gaps"] = tuple(tuple(g) for g in values.get("gaps", ()))
         values["duplicate_offsets"] = tuple(tuple(g) for g in values.get("duplicate_offsets", ()))
+        values["late_offsets"] = tuple(tuple(g) for g in values.get("late_offsets", ()))
+        values["late_files"] = tuple(values.get("late_files", ()))
         values.setdefault("index", -1)
         return cls(**values)
 

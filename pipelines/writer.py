@@ -46,6 +46,11 @@ def hour_dir(topic: str, hour_bucket: int) -> str:
     return f"{topic}/dt={when:%Y-%m-%d}/hour={when:%H}"
 
 
+def late_dir(topic: str, arrival_hour: int) -> str:
+    """Where ``late_data: separate`` puts the late rows of a run planned in ``arrival_hour``."""
+    return hour_dir(topic, arrival_hour).replace(f"{topic}/", f"{topic}/_late/", 1)
+
+
 def errors_path(topic: str, partition: int, start: int, end: int) -> str:
     return f"{topic}/_errors/{file_name(topic, partition, start, end)}"
 
@@ -110,6 +115,9 @@ class RangeWriter:
         self.rows: dict[int, int] = {}
         self._errors: list[tuple] = []
         self.error_count = 0
+        self._late: list[pa.Table] = []
+        self._late_hour: int | None = None
+        self.late_files: list[dict] = []   # after commit: the _late/ file, if any
 
     def add(self, batch: pa.RecordBatch, times_ms) -> None:
         """Append rows (in offset order) with each row's partitioning time (epoch ms: a list,
@@ -125,6 +133,12 @@ class RangeWriter:
         table = pa.Table.from_batches([batch])
         for bucket in np.unique(buckets):  # sorted
             self._append(int(bucket), table.filter(pa.array(buckets == bucket)))
+
+    def add_late(self, table: pa.Table, arrival_hour: int) -> None:
+        """Late rows (with their ``intended_hour`` column) for ``<topic>/_late/`` (``late_data: separate``)."""
+        if table.num_rows:
+            self._late.append(table)
+            self._late_hour = arrival_hour
 
     def add_errors(self, rows: list[tuple]) -> None:
         self._errors.extend(rows)
@@ -187,28 +201,46 @@ class RangeWriter:
             pq.write_table(error_table(self._errors, self.schema.metadata[b"logbus.range"], summary), path,
                            compression=self.compression)
             staged.append((None, path))
+        late_staged = self._stage_late(summary)
         if before_rename is not None:
             before_rename()
         files = []
         for i, (bucket, local_path) in enumerate(staged):
             final = errors_path(self.topic, self.partition, self.start, self.end) if bucket is None \
                 else f"{hour_dir(self.topic, bucket)}/{self.name}"
-            size = os.path.getsize(local_path)
-            if isinstance(self.fs, LocalFS):
-                self.fs.rename(os.path.relpath(local_path, self.fs.root), final)
-            else:
-                with open(local_path, "rb") as f:
-                    data = f.read()
-                stage = f"{self.topic}/_staging/{os.path.basename(local_path)}"
-                self.fs.client.write(self.fs._p(stage), data=data, overwrite=True)  # type: ignore[attr-defined]
-                self.fs.rename(stage, final)
-                os.unlink(local_path)
+            placed = self._place(local_path, final, 0 if bucket is None else self.rows[bucket])
             if bucket is not None:
-                files.append({"path": final, "rows": self.rows[bucket], "bytes": size})
+                files.append(placed)
             if i == 0 and after_first_rename is not None:
                 after_first_rename()
+        if late_staged is not None:
+            self.late_files = [self._place(late_staged, f"{late_dir(self.topic, self._late_hour or 0)}/{self.name}",
+                                           sum(t.num_rows for t in self._late))]
         self._cleanup()
         return files
+
+    def _stage_late(self, summary: str) -> str | None:
+        if not self._late:
+            return None
+        table = pa.concat_tables(self._late).combine_chunks()
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"logbus.commit": summary.encode()})
+        path = os.path.join(self.stage_dir, f"{self.name}.late.{self.attempt}.tmp")
+        pq.write_table(table, path, compression=self.compression, row_group_size=self.row_group_size)
+        return path
+
+    def _place(self, local_path: str, final: str, rows: int) -> dict:
+        """Move one staged file to ``final``; returns {path, rows, bytes}."""
+        size = os.path.getsize(local_path)
+        if isinstance(self.fs, LocalFS):
+            self.fs.rename(os.path.relpath(local_path, self.fs.root), final)
+        else:
+            with open(local_path, "rb") as f:
+                data = f.read()
+            stage = f"{self.topic}/_staging/{os.path.basename(local_path)}"
+            self.fs.client.write(self.fs._p(stage), data=data, overwrite=True)  # type: ignore[attr-defined]
+            self.fs.rename(stage, final)
+            os.unlink(local_path)
+        return {"path": final, "rows": rows, "bytes": size}
 
     def abort(self) -> None:
         for writer in self._writers.values():

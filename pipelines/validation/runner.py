@@ -11,7 +11,6 @@ recorded retention gaps and dropped duplicate copies as present), so "contiguous
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.config import LoaderConfig, TopicSpec
 from pipelines.errors import ValidationFailed
+from pipelines.fs import read_parquet
 from pipelines.validation.page import observed, render_page
 from pipelines.validation.suite import ARROW_TYPES, build_suite, declared_columns, expectation_specs
 
@@ -101,14 +101,6 @@ def _ranges(manifest: dict) -> set[tuple[int, int, int]]:
     return out
 
 
-def _read_parquet(fs, path: str):
-    import pyarrow.parquet as pq
-
-    if hasattr(fs, "local"):
-        return pq.read_table(fs.local(path))
-    return pq.read_table(io.BytesIO(fs.read_bytes(path)))
-
-
 def read_run_frame(fs, topic: str, spec: TopicSpec, manifest: dict):
     """(pandas frame of the run's rows + error offsets, the data files' Arrow schema, data file paths)."""
     import pandas as pd
@@ -124,7 +116,7 @@ def read_run_frame(fs, topic: str, spec: TopicSpec, manifest: dict):
         if parsed and parsed[0] == topic and (parsed[1], parsed[2], parsed[3]) in wanted:
             files.append(path)
     expected_schema = Decoder(spec).schema
-    tables = [_read_parquet(fs, f) for f in files]
+    tables = [read_parquet(fs, f) for f in files]
     schema = tables[0].schema if tables else expected_schema
     if tables:
         data = pa.concat_tables(tables, promote_options="permissive")
@@ -136,7 +128,7 @@ def read_run_frame(fs, topic: str, spec: TopicSpec, manifest: dict):
     for partition, s, e in sorted(wanted):
         path = errors_path(topic, partition, s, e)
         if fs.exists(path):
-            t = _read_parquet(fs, path).select(["topic", "partition", "offset"])
+            t = read_parquet(fs, path).select(["topic", "partition", "offset"])
             err_tables.append(t)
     if err_tables:
         errs = pa.concat_tables(err_tables)
@@ -159,8 +151,10 @@ def _offset_steps(frame, manifest: dict):
     import pandas as pd
 
     starts = {int(p["partition"]): int(p["start"]) for p in manifest.get("partitions", [])}
-    # retention gaps and dropped duplicate copies (pipelines.origin_index) are offsets read but not rows
-    gaps = {int(p["partition"]): sorted((int(a), int(b)) for a, b in (p.get("gaps") or []) + (p.get("duplicate_offsets") or []))
+    # retention gaps, dropped duplicate copies (pipelines.origin_index) and late records kept out of their
+    # hour (late_data separate/drop) are offsets read but not rows
+    gaps = {int(p["partition"]): sorted((int(a), int(b)) for a, b in (p.get("gaps") or []) + (p.get("duplicate_offsets") or [])
+                                        + (p.get("late_offsets") or []))
             for p in manifest.get("partitions", [])}
     steps = []
     prev_part = None
@@ -210,23 +204,21 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def validate_topic(fs, topic: str, spec: TopicSpec, manifest: dict, run_id: str) -> TopicValidation:
-    """Validate one topic's run and store its results and Data Docs under ``<topic>/_validation/<run_id>/``."""
+def run_checks(suite_name: str, asset_name: str, run_name: str, specs: list[dict], frame) -> tuple[Any, list[dict]]:
+    """Validate ``frame`` with the suite of ``specs`` (``pipelines.validation.suite``) in an ephemeral
+    context; returns (Great Expectations' validation result, one dict per check)."""
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
 
-    frame, schema, files = read_run_frame(fs, topic, spec, manifest)
-    specs = expectation_specs(topic, spec, manifest)
-    suite_name = f"logbus.{topic}"
     ctx = _context()
     suite = ctx.suites.add(build_suite(suite_name, specs))
-    asset = ctx.data_sources.add_pandas("warehouse").add_dataframe_asset(topic)
+    asset = ctx.data_sources.add_pandas("warehouse").add_dataframe_asset(asset_name)
     batch_def = asset.add_batch_definition_whole_dataframe("run")
-    definition = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{topic}.{run_id}", data=batch_def,
+    definition = ctx.validation_definitions.add(gx.ValidationDefinition(name=f"{asset_name}.{run_name}", data=batch_def,
                                                                         suite=suite))
-    checkpoint = ctx.checkpoints.add(gx.Checkpoint(name=f"logbus.{topic}", validation_definitions=[definition],
+    checkpoint = ctx.checkpoints.add(gx.Checkpoint(name=suite_name, validation_definitions=[definition],
                                                    result_format="SUMMARY", actions=[]))
-    outcome = checkpoint.run(batch_parameters={"dataframe": frame}, run_id=RunIdentifier(run_name=run_id))
+    outcome = checkpoint.run(batch_parameters={"dataframe": frame}, run_id=RunIdentifier(run_name=run_name))
     [result] = list(outcome.run_results.values())
     checks = []
     for r in result.results:
@@ -239,6 +231,14 @@ def validate_topic(fs, topic: str, spec: TopicSpec, manifest: dict, run_id: str)
         if exc.get("raised_exception"):
             check["error"] = str(exc.get("exception_message"))
         checks.append(check)
+    return result, checks
+
+
+def validate_topic(fs, topic: str, spec: TopicSpec, manifest: dict, run_id: str) -> TopicValidation:
+    """Validate one topic's run and store its results and Data Docs under ``<topic>/_validation/<run_id>/``."""
+    frame, schema, files = read_run_frame(fs, topic, spec, manifest)
+    suite_name = f"logbus.{topic}"
+    result, checks = run_checks(suite_name, topic, run_id, expectation_specs(topic, spec, manifest), frame)
     arrow_checks = _schema_checks(spec, schema)
     checks += arrow_checks
     counts = frame[frame["_source"] == "data"].groupby("partition").size().to_dict() if len(frame) else {}

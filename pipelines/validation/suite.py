@@ -42,7 +42,7 @@ def expected_records(p: dict) -> int:
     duplicate copies inside it."""
     start, end = int(p["start"]), int(p["end"])
     missing = 0
-    for a, b in (p.get("gaps") or []) + (p.get("duplicate_offsets") or []):
+    for a, b in (p.get("gaps") or []) + (p.get("duplicate_offsets") or []) + (p.get("late_offsets") or []):
         lo, hi = max(int(a), start), min(int(b), end)
         missing += max(0, hi - lo)
     return max(0, end - start - missing)

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipelines.completeness import hour_name
 from pipelines.fs import LocalFS
 from pipelines.manifest import OffsetStore
+from pipelines.writer import HOUR_MS
 from tests.pipelines.helpers import EVENT_SCHEMA, create_topics, data_files, new_topic, produce, produce_events, read_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +59,17 @@ def run_dag(path: str, **conf):
     return dr, states
 
 
+def asset_events(dag_id: str) -> list[tuple]:
+    """(topic, hour, reopened) of the Asset events the DAG's complete task emitted."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        events = session.query(AssetEvent).filter(AssetEvent.source_dag_id == dag_id).all()
+        return sorted((e.extra["topic"], e.extra["name"], e.extra["reopened"]) for e in events
+                      if e.uri.startswith("logbus://"))
+
+
 def store(tmp_path: Path) -> OffsetStore:
     return OffsetStore(LocalFS(f"file://{tmp_path / 'wh'}"))
 
@@ -81,11 +94,11 @@ print(json.dumps({{"errors": {{k: str(v) for k, v in bag.import_errors.items()}}
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["errors"] == {}
-    assert got["ids"] == ["logbus_load_activity", "logbus_load_logs", "logbus_load_more"]
-    assert got["tasks"] == ["plan", "load", "validate", "commit", "report"]
+    assert got["ids"] == ["logbus_compact", "logbus_load_activity", "logbus_load_logs", "logbus_load_more"]
+    assert got["tasks"] == ["plan", "load", "audit", "validate", "commit", "complete", "report"]
     assert got["max_active_runs"] == 1 and got["catchup"] is False
     assert got["schedules"] == {"logbus_load_activity": "0 * * * *", "logbus_load_logs": "0 0 * * *",
-                                "logbus_load_more": "*/15 * * * *"}
+                                "logbus_load_more": "*/15 * * * *", "logbus_compact": "0 0 * * *"}
     assert got["heavy"] == []  # no Spark, pyarrow or Great Expectations at import time
 
 
@@ -111,10 +124,16 @@ def test_end_to_end_then_incremental_then_rerun(airflow_db, spark, broker, tmp_p
         rows = read_rows(tmp_path / "wh", t)
         assert sorted((r["partition"], r["offset"]) for r in rows) == sorted((p, i) for (tt, p, i) in produced if tt == t)
 
+    # the events' hour closed with this load; audited beside it and declared: one Asset event per topic-hour
+    hour = hour_name(1_768_000_000_000 // HOUR_MS)  # every event of tests.pipelines.helpers.event is in this hour
+    assert asset_events(dr.dag_id) == sorted((t, hour, False) for t in topics)
+
     # the next run loads only what came after
     produce_events(broker.bootstrap, topics[0], 2, 50, start=150)
     dr, states = run_dag(path)
     assert dr.state == "success", states
+    # ... of the same event hour, closed already: late, written into it (reopen), and the hour declared again
+    assert asset_events(dr.dag_id) == sorted([(t, hour, False) for t in topics] + [(topics[0], hour, True)])
     second = max(m["run_id"] for m in s.manifests(topics[0]))
     assert second > first
     m2 = s.manifest(topics[0], second)

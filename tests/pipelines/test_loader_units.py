@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.client.simple_consumer import MessageAndMetadata
-from pipelines.config import ConfigError, load_config, parse_config
+from pipelines.config import ConfigError, TopicSpec, load_config, parse_config
 from pipelines.decoders import Decoder
 from pipelines.fs import LocalFS
 from pipelines.manifest import OffsetStore, split_range
@@ -32,6 +32,10 @@ def test_sample_config_parses():
     ({"topics": [{"name": "t", "format": "json", "schema": [{"name": "a", "type": "date"}]}]}, "topics[0].schema[0].type"),
     ({"topics": [{"name": "t", "format": "json", "schema": {"a": "long"}, "time_field": "b"}]}, "topics[0].time_field"),
     ({"topics": [{"pattern": "(", "format": "raw"}]}, "topics[0].pattern"),
+    ({"topics": [{"name": "t", "late_data": {"policy": "ignore"}}]}, "topics[0].late_data.policy"),
+    ({"topics": [{"name": "t", "late_data": {"allowed_lateness": "two hours"}}]}, "topics[0].late_data.allowed_lateness"),
+    ({"topics": [{"name": "t", "late_data": {"lateness": "2h"}}]}, "topics[0].late_data.lateness"),
+    ({"topics": [{"name": "t", "late_data": "drop"}]}, "topics[0].late_data"),
     ({"topics": [{"name": "t", "pattern": "x"}]}, "topics[0]"),
     ({"reset": "yesterday"}, "reset"),
     ({"out_of_range": "skip"}, "out_of_range"),
@@ -51,6 +55,13 @@ def test_reset_forms():
     assert parse_config({**BASE, "reset": "latest"}).reset.kind == "latest"
     assert parse_config({**BASE, "reset": 1700000000000}).reset.timestamp_ms == 1700000000000
     assert parse_config({**BASE, "reset": "2026-01-01T00:00:00Z"}).reset.timestamp_ms == 1767225600000
+
+
+def test_late_data_forms():
+    spec = parse_config({**BASE, "topics": [{"name": "t", "late_data": {"allowed_lateness": "90m", "policy": "separate"}}]}).topics[0]
+    assert (spec.late_data.allowed_lateness_ms, spec.late_data.policy) == (90 * 60_000, "separate")
+    assert parse_config({**BASE, "topics": ["t"]}).topics[0].late_data.policy == "reopen"  # the default
+    assert TopicSpec.from_dict("t", spec.to_dict()).late_data == spec.late_data  # through plans and manifests
 
 
 def test_split_range():

@@ -82,7 +82,7 @@ def _expected(manifests: list[dict], instance: str) -> dict[tuple[str, frozenset
     out = {}
     for m in manifests:
         for name, key in (("records", "records"), ("bytes", "bytes"), ("errors", "errors"), ("task_seconds", "seconds"),
-                          ("duplicates_dropped", "duplicates_dropped")):
+                          ("duplicates_dropped", "duplicates_dropped"), ("late_records", "late")):
             out[(f"logbus_loader_{name}", frozenset({inst, ("topic", m["topic"])}))] = float(m["totals"][key])
     out[("logbus_loader_run_duration_seconds", frozenset({inst}))] = max(m["duration_ms"] for m in manifests) / 1000
     out[("logbus_loader_last_success_timestamp_seconds", frozenset({inst}))] = max(m["committed_ms"] for m in manifests) / 1000
