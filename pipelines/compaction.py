@@ -29,6 +29,7 @@ import json
 import posixpath
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -41,6 +42,7 @@ from pipelines.manifest import OFFSETS, OffsetStore, new_run_id, now_ms
 from pipelines.writer import file_name, hour_dir, parse_file_name, range_metadata
 
 COMPACT = "compact"
+THREADS = 2  # merges computed at once (each holds its output in memory until it is written)
 INTENT = "compacting"
 
 
@@ -144,16 +146,19 @@ def compact_hour(store: OffsetStore, topic: str, hour: int, target_size: int, co
     fs.write_bytes(intent, json.dumps({"run_id": run_id, "outputs": [m.output for m in merges]}).encode())
     codec = None if compression == "none" else compression
     replaced, written = [], []
-    for i, m in enumerate(merges):
-        data, rows = _merged_bytes(fs, m, topic, codec, row_group_size)
-        stage = f"{topic}/_staging/{run_id}.{i}.parquet"
-        fs.write_bytes(stage, data)
-        fs.rename(stage, m.output)
-        written.append({"path": m.output, "partition": m.partition, "start": m.start, "end": m.end, "rows": rows,
-                        "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-        replaced += [{"path": f["path"], "bytes": f["bytes"], "sha256": _sha256(fs, f["path"])} for f in m.inputs]
-        result.rows += rows
-        step("after_rename")
+    merge = lambda m: _merged_bytes(fs, m, topic, codec, row_group_size)  # noqa: E731
+    with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="logbus-compact") as pool:
+        for w in range(0, len(merges), THREADS):  # THREADS merges at a time: pyarrow reads and writes without the GIL
+            window = merges[w:w + THREADS]
+            for i, (m, (data, rows)) in enumerate(zip(window, pool.map(merge, window)), start=w):
+                stage = f"{topic}/_staging/{run_id}.{i}.parquet"
+                fs.write_bytes(stage, data)
+                fs.rename(stage, m.output)
+                written.append({"path": m.output, "partition": m.partition, "start": m.start, "end": m.end,
+                                "rows": rows, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+                replaced += [{"path": f["path"], "bytes": f["bytes"], "sha256": _sha256(fs, f["path"])} for f in m.inputs]
+                result.rows += rows
+                step("after_rename")
     doc = {"version": 1, "kind": COMPACT, "run_id": run_id, "topic": topic, "status": "committed",
            "planned_ms": None, "committed_ms": now_ms(), "spec": None, "partitions": [],
            "compaction": {"hour": hour_dir(topic, hour), "replaced": replaced, "files": written},

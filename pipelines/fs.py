@@ -25,9 +25,11 @@ def read_parquet(fs: WarehouseFS, path: str):
 
     import pyarrow.parquet as pq
 
-    if isinstance(fs, LocalFS):
-        return pq.read_table(fs.local(path))
-    return pq.read_table(io.BytesIO(fs.read_bytes(path)))
+    if isinstance(fs, LocalFS):  # ParquetFile: no dataset discovery per file (reading many small files)
+        with pq.ParquetFile(fs.local(path), memory_map=True) as f:
+            return f.read()
+    with pq.ParquetFile(io.BytesIO(fs.read_bytes(path))) as f:
+        return f.read()
 
 
 class WarehouseFS:
