@@ -1,8 +1,8 @@
 """`logbus audit`: count loaded (or planned) ranges per event hour at the cluster (pipelines.audit).
 
-    logbus audit [--config conf/loader.yaml] [--topic T ...] [--run RUN_ID]
+    logbus audit [--config conf/loader.yaml] [--topic T ...] [--run-id RUN_ID]
 
-Without ``--run``: every range of the committed loads that has no count yet. With it: every
+Without ``--run-id``: every range of the committed loads that has no count yet. With it: every
 planned range of that run (it may still be loading). Counts go to ``<warehouse>/_audit/<topic>/``;
 ``logbus load completeness`` compares them with what the loads read.
 """
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zookeeper", help="override cluster.zookeeper.connect")
     parser.add_argument("--warehouse", help="override the warehouse URL")
     parser.add_argument("--topic", action="append", help="only this topic (repeatable; default: every loaded topic)")
-    parser.add_argument("--run", help="audit this run's planned ranges (default: the committed ranges not audited yet)")
+    parser.add_argument("--run-id", help="audit this run's planned ranges (default: the committed ranges not audited yet)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"topic {topic!r} is not in the loader config's topics")
     say = lambda line: print(f"  {line}", file=sys.stderr, flush=True)  # noqa: E731
     try:
-        counts = audit_run(config, args.run, args.topic, say) if args.run else audit_committed(config, args.topic, say)
+        counts = audit_run(config, args.run_id, args.topic, say) if args.run_id else audit_committed(config, args.topic, say)
     except LoadError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:

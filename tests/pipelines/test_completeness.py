@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from broker.cli import main as cli
 from pipelines.audit import audit_committed
 from pipelines.cli import main
 from pipelines.completeness import COMPLETE, INCOMPLETE, REOPENED, Completeness, declare_complete
@@ -64,7 +65,21 @@ def test_late_data_policies_audit_and_completeness(broker, spark, tmp_path, caps
         before = {st.hour: st.status for st in comp.statuses()}
         assert before == {H1: INCOMPLETE, H1 + 1: INCOMPLETE}  # closed, but not audited yet
         assert all("not audited" in w for st in comp.statuses() for w in st.why)
-    audit_committed(cfg)
+    config = _write(tmp_path, cfg, specs)
+    assert cli(["audit", "--config", config]) == 0  # logbus audit: the committed ranges not audited yet
+    audit_dir = warehouse / "_audit" / topics["reopen"]
+    first_bytes = {p.name: p.read_bytes() for p in audit_dir.iterdir()}
+    assert len(first_bytes) == 2  # one count per range
+    for p in audit_dir.iterdir():
+        p.unlink()
+    assert cli(["audit", "--config", config, "--run-id", first.run_id, "--topic", topics["reopen"]]) == 0
+    assert {p.name: p.read_bytes() for p in audit_dir.iterdir()} == first_bytes  # reproducible, byte for byte
+    assert cli(["audit", "--config", config, "--run-id", "20200101T000000000Z"]) == 1
+    assert cli(["audit", "--config", config, "--topic", "nope"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == ["logbus audit: error: no run '20200101T000000000Z' in file://" + str(warehouse)
+                        + " (see `logbus load history`)",
+                        "logbus audit: error: topic 'nope' is not in the loader config's topics"], err[-2:]
     declared = declare_complete(cfg)
     assert sorted((d["topic"], d["hour"], d["reopened"]) for d in declared) == sorted(
         (t, h, False) for t in topics.values() for h in (H1, H1 + 1))
@@ -97,7 +112,7 @@ def test_late_data_policies_audit_and_completeness(broker, spark, tmp_path, caps
         m = OffsetStore(fs).manifest(t, second.run_id)
         assert m["totals"]["late"] == 10 and (sum(len(p["late_offsets"]) for p in m["partitions"]) > 0) == (policy != "reopen")
 
-    code = main(["completeness", "--config", _write(tmp_path, cfg, specs), "--topic", topics["drop"]])
+    code = main(["completeness", "--config", config, "--topic", topics["drop"]])
     out = capsys.readouterr().out
     assert code == 0 and "reopened" in out and "late record(s) since it was declared complete" in out, out
 
