@@ -28,7 +28,7 @@ from pipelines.decoders import Decoder
 from pipelines.errors import LoadError, TopicDeletedError
 from pipelines.fs import HadoopFS
 from pipelines.job import spark_failure_reason
-from pipelines.task import RangeScan, RangeTask, TaskContext, dedup_summary, new_stats
+from pipelines.task import RangeScan, RangeTask, TaskContext, summary_extras, new_stats
 from pipelines.task_stats import EMPTY, LOADED, TOPIC_DELETED, TaskStats
 from pipelines.writer import (
     commit_record_path,
@@ -180,7 +180,7 @@ def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, staged_range: Stage
         raise LoadError(f"{task.topic}-{task.partition} [{task.start}, {task.end}): Spark committed hours "
                         f"{sorted(staged)}, the task wrote {sorted(hours)}")
     meta = range_metadata(task.topic, task.partition, task.start, task.end)
-    summary = commit_summary(len(hours), stats.count, len(errors), stats.gaps, dedup_summary(stats))
+    summary = commit_summary(len(hours), stats.count, len(errors), stats.gaps, summary_extras(stats))
     if errors:
         out = io.BytesIO()
         pq.write_table(error_table(errors, meta, summary), out, compression=None if ctx.compression == "none"

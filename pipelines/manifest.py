@@ -228,6 +228,8 @@ class OffsetStore:
             entry["duplicates_dropped"] = commit.get("duplicates_dropped", 0)
             entry["duplicate_offsets"] = commit.get("duplicate_offsets", [])
             entry["origins"] = commit.get("origins")
+            entry["hours"] = commit.get("hours")
+            entry["late_offsets"] = commit.get("late_offsets", [])
             if "/_errors/" in path:
                 entry["has_errors_file"] = True
                 entry["errors"] = meta.num_rows
@@ -415,7 +417,8 @@ def result_from_scan(topic: str, partition: int, start: int, end: int, entry: di
                      max_ts=entry["max_ts"], gaps=tuple(tuple(g) for g in entry.get("gaps", [])), rebuilt=True,
                      duplicates_dropped=entry.get("duplicates_dropped", 0),
                      duplicate_offsets=tuple(tuple(r) for r in entry.get("duplicate_offsets", [])),
-                     origins=entry.get("origins"))
+                     origins=entry.get("origins"), hours=entry.get("hours"),
+                     late_offsets=tuple((int(a), int(b)) for a, b in entry.get("late_offsets", [])))
 
 
 __all__ = ["OffsetStore", "build_manifest", "split_range", "new_run_id", "totals", "posixpath"]

@@ -436,7 +436,7 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
         if scan.late_tables and task.late:
             writer.add_late(pa.concat_tables(scan.late_tables, promote_options="permissive"), int(task.late["arrival_hour"]))
         files = writer.commit(after_first_rename=lambda: ctx.faults.after_first_file(task), gaps=scan.gaps,
-                              dedup=dedup_summary(done))
+                              extras=summary_extras(done))
         write_s = time.monotonic() - w0
     except BaseException:
         writer.abort()
@@ -448,13 +448,15 @@ def run_range(task: RangeTask, ctx: TaskContext, attempt: int = 0) -> TaskStats:
                    seconds=round(time.monotonic() - t0, 3))
 
 
-def dedup_summary(stats: TaskStats) -> dict | None:
-    """What a range's commit summary records of its deduplication (None when it read no origin: the
-    partition's index is then what it was before the range)."""
-    if stats.origins is None:
-        return None
-    return {"duplicates_dropped": stats.duplicates_dropped, "duplicate_offsets": [list(r) for r in stats.duplicate_offsets],
-            "origins": stats.origins}
+def summary_extras(stats: TaskStats) -> dict:
+    """What a range's commit summary records beyond its counts, so a run finished from its committed
+    files (``OffsetStore.scan_files``) loses nothing: its per event hour counts and late offsets, and its
+    deduplication when it read an origin (none otherwise: the partition's index is what it was before)."""
+    out: dict = {"hours": stats.hours or {}, "late_offsets": [list(r) for r in stats.late_offsets]}
+    if stats.origins is not None:
+        out.update({"duplicates_dropped": stats.duplicates_dropped,
+                    "duplicate_offsets": [list(r) for r in stats.duplicate_offsets], "origins": stats.origins})
+    return out
 
 
 def _timestamp_bounds(chunk: RecordChunk) -> tuple[int, int] | None:

@@ -73,13 +73,13 @@ def range_metadata(topic: str, partition: int, start: int, end: int) -> bytes:
     return json.dumps({"topic": topic, "partition": partition, "start": start, "end": end}, sort_keys=True).encode()
 
 
-def commit_summary(files: int, rows: int, errors: int, gaps, dedup: dict | None = None) -> str:
-    """What a committed range records (footer ``logbus.commit``): its file count, rows, errors, gaps,
-    and with deduplication by origin its dropped copies and the origin index after it
-    (``pipelines.task.dedup_summary``)."""
+def commit_summary(files: int, rows: int, errors: int, gaps, extras: dict | None = None) -> str:
+    """What a committed range records (footer ``logbus.commit``): its file count, rows, errors, gaps, and
+    ``pipelines.task.summary_extras``: per event hour counts, late offsets, and with deduplication by
+    origin its dropped copies and the origin index after it."""
     doc = {"files": files, "rows": rows, "errors": errors, "gaps": [list(g) for g in gaps]}
-    if dedup is not None:
-        doc.update(dedup)
+    if extras is not None:
+        doc.update(extras)
     return json.dumps(doc, sort_keys=True)
 
 
@@ -181,7 +181,7 @@ class RangeWriter:
         self._buffers[bucket] = [rest] if rest.num_rows else []
         self._buffered[bucket] = rest.num_rows
 
-    def commit(self, before_rename=None, after_first_rename=None, gaps=(), dedup: dict | None = None) -> list[dict]:
+    def commit(self, before_rename=None, after_first_rename=None, gaps=(), extras: dict | None = None) -> list[dict]:
         """Close the staged files and rename them into place; returns [{path, rows, bytes}].
 
         Every file's footer records how many files the range has, its rows and errors, and the
@@ -189,7 +189,7 @@ class RangeWriter:
         from the committed files alone."""
         for bucket in sorted(self._buffers):
             self._flush(bucket, final=True)
-        summary = commit_summary(len(self._writers), sum(self.rows.values()), self.error_count, gaps, dedup)
+        summary = commit_summary(len(self._writers), sum(self.rows.values()), self.error_count, gaps, extras)
         for bucket in sorted(self._writers):
             self._writers[bucket].add_key_value_metadata({"logbus.commit": summary})
             self._writers[bucket].close()

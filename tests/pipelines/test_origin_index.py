@@ -174,7 +174,7 @@ def test_manifest_counts_and_merges_ranges():
 
 
 def test_range_scan_drops_copies_and_reports_them():
-    from pipelines.task import RangeScan, RangeTask, TaskContext, dedup_summary, new_stats
+    from pipelines.task import RangeScan, RangeTask, TaskContext, new_stats, summary_extras
 
     start = OriginIndex(window=100)
     start.check(headers("A", "t", 0, 1))  # written by an earlier range
@@ -188,12 +188,13 @@ def test_range_scan_drops_copies_and_reports_them():
     scan.close()
     assert stats.duplicates_dropped == 2 and stats.duplicate_offsets == ((10, 11), (13, 14))
     assert stats.origins is not None and stats.origins["sources"][0]["runs"] == [[1, 4]]
-    assert dedup_summary(stats) == {"duplicates_dropped": 2, "duplicate_offsets": [[10, 11], [13, 14]],
-                                    "origins": stats.origins}
-    # no origin read: no index reported (the partition's stays as it was), nothing in the commit summary
+    assert summary_extras(stats) == {"duplicates_dropped": 2, "duplicate_offsets": [[10, 11], [13, 14]],
+                                     "origins": stats.origins, "hours": {}, "late_offsets": []}
+    # no origin read: no index reported (the partition's stays as it was), no deduplication in the commit summary
     plain = RangeScan(task, TaskContext(brokers=(), warehouse="file:///nonexistent"))
     assert plain._drop_duplicates(_chunk([10, 11], [[("a", b"1")], []])).offsets.tolist() == [10, 11]
-    assert plain.stats(new_stats(task)).origins is None and dedup_summary(plain.stats(new_stats(task))) is None
+    assert plain.stats(new_stats(task)).origins is None
+    assert "origins" not in summary_extras(plain.stats(new_stats(task)))
     plain.close()
 
 
