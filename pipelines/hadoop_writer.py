@@ -28,7 +28,7 @@ from pipelines.decoders import Decoder
 from pipelines.errors import LoadError, TopicDeletedError
 from pipelines.fs import HadoopFS
 from pipelines.job import spark_failure_reason
-from pipelines.task import RangeScan, RangeTask, TaskContext, summary_extras, new_stats
+from pipelines.task import RangeScan, RangeTask, TaskContext, new_stats, summary_extras
 from pipelines.task_stats import EMPTY, LOADED, TOPIC_DELETED, TaskStats
 from pipelines.writer import (
     commit_record_path,

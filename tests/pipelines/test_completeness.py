@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from broker.cli import main as cli
-from pipelines.audit import audit_committed, audit_run
+from pipelines.audit import audit_run
 from pipelines.cli import main
 from pipelines.completeness import COMPLETE, INCOMPLETE, REOPENED, Completeness, declare_complete
 from pipelines.config import parse_config
