@@ -30,6 +30,7 @@ from pipelines.errors import LoadError
 from pipelines.event_time import NO_HOUR
 from pipelines.fs import WarehouseFS
 from pipelines.manifest import OffsetStore, now_ms
+from pipelines.source_audit import stored_source_counts
 from pipelines.writer import HOUR_MS, hour_dir
 
 COMPLETENESS = "_completeness"
@@ -97,6 +98,7 @@ class Completeness:
         self.fs, self.topic, self.spec = fs, topic, spec
         self.store = OffsetStore(fs)
         self.audits = AuditStore(fs)
+        self._sources: list = []  # counts across the mirror, read by statuses()
 
     # --- declarations -------------------------------------------------------------------------------
     def _declaration_path(self, hour: int) -> str:
@@ -141,6 +143,7 @@ class Completeness:
                 per = audited.setdefault(partition, {})
                 for hour, n in count.hours.items():
                     per[int(hour)] = per.get(int(hour), 0) + int(n)
+        self._sources = stored_source_counts(self.fs, self.topic)
         hours = sorted({int(h) for t in loaded.values() for h in t if h != hour_tally.NONE}
                        | {h for a in audited.values() for h in a if h != NO_HOUR})
         out = []
@@ -173,6 +176,11 @@ class Completeness:
             audit_total += counted
             if not unaudited and counted != row["read"]:
                 st.why.append(f"partition {p}: the audit counted {counted}, the loads read {row['read']}")
+        for c in self._sources:  # across the mirror's hop (`logbus audit --source-cluster`)
+            there, here = c.source.get(hour, 0), c.warehouse.get(hour, 0)
+            if there != here:
+                st.why.append(f"source {c.cluster_id} {c.topic}-{c.partition}: {there} record(s) of the hour, "
+                              f"{here} in the warehouse")
         if unaudited:
             st.why.append(f"{len(unaudited)} loaded range(s) not audited yet (`logbus audit`)")
         else:
