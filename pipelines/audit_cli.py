@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sources(config, args: argparse.Namespace, say) -> int:
     """``--source-cluster``: the warehouse rows of mirrored topics against their source partitions."""
+    from pipelines.completeness import hour_name
     from pipelines.errors import LoadError
     from pipelines.manifest import OffsetStore
     from pipelines.source_audit import audit_sources, source_ids
@@ -71,7 +72,8 @@ def _sources(config, args: argparse.Namespace, say) -> int:
     for c in counts:
         hours = c.mismatched_hours()
         print(f"{c.cluster_id} {c.topic}-{c.partition} [{c.start}, {c.end}): source {sum(c.source.values()):,}, "
-              f"warehouse {sum(c.warehouse.values()):,}" + (f"  MISMATCH in hour(s) {hours}" if hours else "  ok"))
+              f"warehouse {sum(c.warehouse.values()):,}"
+              + (f"  MISMATCH in hour(s) {', '.join(hour_name(h) for h in hours)}" if hours else "  ok"))
     missing = sum(max(0, c.missing) for c in counts)
     bad = [c for c in counts if c.mismatched_hours()]
     if bad:

@@ -11,7 +11,7 @@ from broker.cli import main as cli
 from broker.client.admin import AdminClient
 from broker.protocol.origin import HEADER, Origin
 from pipelines.audit import audit_committed
-from pipelines.completeness import COMPLETE, INCOMPLETE, Completeness
+from pipelines.completeness import COMPLETE, INCOMPLETE, Completeness, hour_name
 from pipelines.config import parse_config
 from pipelines.loader import Loader
 from pipelines.writer import HOUR_MS
@@ -50,7 +50,7 @@ def test_mirrored_rows_against_the_source_cluster(broker, spark, tmp_path, capsy
     assert cli(["audit", "--config", str(config), "--source-cluster", broker.bootstrap]) == 1
     out, err = capsys.readouterr()
     assert f"{cluster_id} {source}-0 [0, 90): source 90, warehouse 90  ok" in out
-    assert f"{cluster_id} {source}-1 [0, 90): source 90, warehouse 89  MISMATCH in hour(s) [{H + 1}]" in out
+    assert f"{cluster_id} {source}-1 [0, 90): source 90, warehouse 89  MISMATCH in hour(s) {hour_name(H + 1)}" in out
     assert err.strip().endswith("1 source partition(s) differ from the warehouse (1 source records without a row)")
     statuses = {s.hour: s for s in Completeness(cfg.warehouse_fs(), aggregate, cfg.spec_for(aggregate)).statuses()}
     assert statuses[H].status == COMPLETE
