@@ -39,7 +39,7 @@ from pipelines.config import LoaderConfig
 from pipelines.errors import LoadError
 from pipelines.fs import WarehouseFS, read_parquet
 from pipelines.manifest import OFFSETS, OffsetStore, new_run_id, now_ms
-from pipelines.writer import file_name, hour_dir, parse_file_name, range_metadata
+from pipelines.writer import file_name, hour_dir, hour_of_path, parse_file_name, range_metadata
 
 COMPACT = "compact"
 THREADS = 2  # merges computed at once (each holds its output in memory until it is written)
@@ -213,15 +213,7 @@ def closed_hours(store: OffsetStore, topic: str, lateness_ms: int) -> int | None
 
 def hours_with_files(store: OffsetStore, topic: str) -> list[int]:
     """Epoch hours whose directory holds live files."""
-    import datetime as _dt
-
-    hours = set()
-    for path in store.live_files(topic):
-        parts = path.split("/")
-        if len(parts) >= 3 and parts[-3].startswith("dt=") and parts[-2].startswith("hour="):
-            when = _dt.datetime.strptime(f"{parts[-3][3:]}T{parts[-2][5:]}", "%Y-%m-%dT%H").replace(tzinfo=_dt.UTC)
-            hours.add(int(when.timestamp()) // 3600)
-    return sorted(hours)
+    return sorted({h for h in map(hour_of_path, store.live_files(topic)) if h is not None})
 
 
 def compact_topic(config: LoaderConfig, topic: str, hour: int | None = None, older_than_ms: int | None = None,

@@ -19,17 +19,18 @@ from collections.abc import Iterator
 from urllib.parse import urlparse
 
 
-def read_parquet(fs: WarehouseFS, path: str):
-    """A Parquet file of the warehouse as an Arrow table (memory-mapped where the file is local)."""
+def read_parquet(fs: WarehouseFS, path: str, columns: list[str] | None = None):
+    """A Parquet file of the warehouse (or those ``columns`` of it) as an Arrow table, memory-mapped where
+    the file is local."""
     import io
 
     import pyarrow.parquet as pq
 
     if isinstance(fs, LocalFS):  # ParquetFile: no dataset discovery per file (reading many small files)
         with pq.ParquetFile(fs.local(path), memory_map=True) as f:
-            return f.read()
+            return f.read(columns=columns)
     with pq.ParquetFile(io.BytesIO(fs.read_bytes(path))) as f:
-        return f.read()
+        return f.read(columns=columns)
 
 
 class WarehouseFS:

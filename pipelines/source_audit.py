@@ -19,15 +19,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-import pyarrow.parquet as pq
-
 from broker.protocol.origin import birth
 from pipelines.audit import AUDIT, audit_range
 from pipelines.config import LoaderConfig
 from pipelines.errors import LoadError
-from pipelines.fs import WarehouseFS
+from pipelines.fs import WarehouseFS, read_parquet
 from pipelines.manifest import OffsetStore
 from pipelines.task import PartitionReader, TaskContext
+from pipelines.writer import hour_of_path
 
 SOURCES = "_sources"
 
@@ -67,31 +66,15 @@ def warehouse_births(store: OffsetStore, topic: str) -> dict[tuple[str, str, int
     """{(cluster id, source topic, partition): {birth offset: event hour}} of the topic's live rows."""
     out: dict[tuple[str, str, int], dict[int, int]] = {}
     for path in store.live_files(topic):
-        hour = _hour_of(path)
-        headers = _read(store.fs, path).column("headers").to_pylist()
+        hour = hour_of_path(path)
+        if hour is None:
+            continue
+        headers = read_parquet(store.fs, path, columns=["headers"]).column("headers").to_pylist()
         for row in headers:
             origin = birth([(h["key"], h["value"]) for h in row or ()])
             if origin is not None:
                 out.setdefault((origin.cluster_id, origin.topic, origin.partition), {})[origin.offset] = hour
     return out
-
-
-def _read(fs: WarehouseFS, path: str):
-    from pipelines.fs import LocalFS
-
-    if isinstance(fs, LocalFS):
-        return pq.read_table(fs.local(path), columns=["headers"])
-    import io
-
-    return pq.read_table(io.BytesIO(fs.read_bytes(path)), columns=["headers"])
-
-
-def _hour_of(path: str) -> int:
-    import datetime as _dt
-
-    parts = path.split("/")
-    when = _dt.datetime.strptime(f"{parts[-3][3:]}T{parts[-2][5:]}", "%Y-%m-%dT%H").replace(tzinfo=_dt.UTC)
-    return int(when.timestamp()) // 3600
 
 
 def source_ids(bootstraps: list[str], config: LoaderConfig) -> dict[str, str]:

@@ -46,6 +46,18 @@ def hour_dir(topic: str, hour_bucket: int) -> str:
     return f"{topic}/dt={when:%Y-%m-%d}/hour={when:%H}"
 
 
+def hour_of_path(path: str) -> int | None:
+    """The epoch hour of a file under ``.../dt=YYYY-MM-DD/hour=HH/`` (``hour_dir``'s inverse), else None."""
+    parts = path.split("/")
+    if len(parts) < 3 or not parts[-3].startswith("dt=") or not parts[-2].startswith("hour="):
+        return None
+    try:
+        when = _dt.datetime.strptime(f"{parts[-3][3:]}T{parts[-2][5:]}", "%Y-%m-%dT%H").replace(tzinfo=_dt.UTC)
+    except ValueError:
+        return None
+    return int(when.timestamp()) // 3600
+
+
 def late_dir(topic: str, arrival_hour: int) -> str:
     """Where ``late_data: separate`` puts the late rows of a run planned in ``arrival_hour``."""
     return hour_dir(topic, arrival_hour).replace(f"{topic}/", f"{topic}/_late/", 1)

@@ -9,6 +9,7 @@ from pipelines import hours
 from pipelines.completeness import asset_uri, hour_name, parse_hour
 from pipelines.errors import LoadError
 from pipelines.event_time import NO_HOUR
+from pipelines.writer import hour_dir, hour_of_path
 
 
 def test_add_merge_and_accounting():
@@ -33,3 +34,5 @@ def test_hour_names_and_asset_uris():
     assert asset_uri("file:///data/wh", "page-views", h) == "logbus://data/wh/page-views/dt=2026-01-13/hour=05"
     with pytest.raises(LoadError, match="is not an hour"):
         parse_hour("yesterday")
+    assert hour_of_path(f"{hour_dir('t', h)}/t+0+0+5.parquet") == h  # the inverse of hour_dir
+    assert hour_of_path("t/_errors/t+0+0+5.parquet") is None
