@@ -78,13 +78,19 @@ LOADER_CONFIG = ConfigDef(
             doc="How long the probe task (can an executor import what the tasks need?) may wait for an executor."),
         Key("webhdfs.user", Type.STRING, None, doc="The HDFS user for webhdfs:// (and hdfs:// outside Spark)."),
         Key("webhdfs.address", Type.STRING, None, doc="host:port of the namenode's HTTP server (hdfs:// outside Spark)."),
-        Key("schedule", Type.STRING, "@hourly", doc="The Airflow schedule of every topic group without its own."),
+        Key("schedule", Type.STRING, "@hourly",
+            doc="The Airflow schedule of every topic group without its own (a preset, a cron expression, or `none`: "
+                "runs only when triggered)."),
+        Key("airflow.retries", Type.INT, 2, Range(0),
+            doc="How often Airflow retries a failed task of the load DAGs (a failed validation is never retried)."),
+        Key("airflow.retry_delay", Type.STRING, "5m", doc="How long Airflow waits before a retry (`30s`, `5m`)."),
         Key("compaction.target_size", Type.STRING, "256MB",
             doc="`logbus load compact` and the `logbus_compact` DAG merge an hour's small files into files of about "
                 "this size (`64MB`, `1GB`, or bytes)."),
         Key("compaction.older_than", Type.STRING, "1d",
             doc="The `logbus_compact` DAG compacts closed hours that ended at least this long ago (`6h`, `1d`)."),
-        Key("compaction.schedule", Type.STRING, "@daily", doc="The `logbus_compact` DAG's Airflow schedule."),
+        Key("compaction.schedule", Type.STRING, "@daily",
+            doc="The `logbus_compact` DAG's Airflow schedule (`none`: only when triggered)."),
         Key("metrics.pushgateway", Type.STRING, None, doc="The Prometheus Pushgateway's URL; unset: nothing is pushed."),
         Key("metrics.job", Type.STRING, "logbus_loader", doc="The pushgateway's `job` label."),
         Key("metrics.instance", Type.STRING, None, doc="The `instance` label; unset: the run's topic group."),
@@ -272,6 +278,8 @@ class LoaderConfig:
     compaction_target_bytes: int = 256 * 1000**2  # compaction.target_size
     compaction_older_than_ms: int = 86_400_000    # compaction.older_than
     compaction_schedule: str = "@daily"           # compaction.schedule
+    airflow_retries: int = 2                      # airflow.retries
+    airflow_retry_delay_ms: int = 300_000         # airflow.retry_delay
     security: ClientSecurity = PLAINTEXT  # cluster.security.protocol, ssl.*, sasl.* (the password never in a repr)
 
     def warehouse_fs(self, spark=None) -> WarehouseFS:
@@ -325,7 +333,8 @@ def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
 # --- parsing -----------------------------------------------------------------------------------
 
 _TOP_KEYS = {"cluster", "warehouse", "topics", "reset", "out_of_range", "max_range_records", "max_error_ratio",
-             "fetch", "dedup", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow", "metrics"}
+             "fetch", "dedup", "parquet", "spark", "webhdfs", "schedule", "groups", "airflow", "metrics",
+             "compaction"}
 
 
 def load_config(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoaderConfig:
@@ -458,8 +467,8 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
     target_bytes = parse_size_bytes(_value(compaction, "target_size", "compaction.target_size"), "compaction.target_size")
     older_than_ms = parse_duration_ms(_value(compaction, "older_than", "compaction.older_than"), "compaction.older_than")
     airflow = dict(_mapping(raw, "airflow"))
-    _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args", "kafka_conn_id"},
-                "airflow.")
+    _no_unknown(airflow, {"catchup", "start_date", "load", "spark_submit", "spark_submit_args", "kafka_conn_id",
+                          "retries", "retry_delay"}, "airflow.")
     if airflow.get("load", "inline") not in ("inline", "spark-submit"):
         raise _error("airflow.load", f"{airflow.get('load')!r} is not one of inline, spark-submit")
     if not isinstance(airflow.get("catchup", False), bool):
@@ -478,6 +487,9 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         airflow=airflow, metrics=_metrics(_mapping(raw, "metrics")), security=security,
         compaction_target_bytes=target_bytes, compaction_older_than_ms=older_than_ms,
         compaction_schedule=_value(compaction, "schedule", "compaction.schedule"),
+        airflow_retries=_value(airflow, "retries", "airflow.retries"),
+        airflow_retry_delay_ms=parse_duration_ms(_value(airflow, "retry_delay", "airflow.retry_delay"),
+                                                 "airflow.retry_delay"),
     )
     groups = _groups(raw.get("groups"))
     if groups:

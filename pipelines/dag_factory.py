@@ -7,8 +7,11 @@
 declares the event hours that became complete and emits one Asset event per topic-hour through
 the alias ``logbus-complete-<topic>`` (``pipelines.completeness.asset_uri``; docs/loader.md).
 
-Scheduled from the config (``schedule``, per group or top level; ``@hourly`` by default),
-``max_active_runs=1`` so offsets advance in order, catch-up off unless ``airflow.catchup``.
+Scheduled from the config (``schedule``, per group or top level; ``@hourly`` by default; ``none``:
+only when triggered), ``max_active_runs=1`` so offsets advance in order, catch-up off unless
+``airflow.catchup``. A failed task is retried ``airflow.retries`` times after ``airflow.retry_delay``
+(every step is safe to run again: a load killed mid-way rewrites its ranges under the same names);
+a failed validation and an incomplete run are final.
 Params: ``rerun_run_id`` (replay a saved run from its offsets), ``reset`` (earliest, latest,
 epoch ms or an ISO time, applied before planning), ``topics`` (a subset of the group's topics).
 Building the DAGs reads the YAML only; the tasks import Spark and Great Expectations when
@@ -33,6 +36,15 @@ def _start_date(cfg: LoaderConfig) -> dt.datetime:
     value = cfg.airflow.get("start_date", "2026-01-01")
     when = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+def airflow_schedule(value: str) -> str | None:
+    """The config's schedule as Airflow takes it: ``none`` is ``None`` (runs only when triggered)."""
+    return None if value.strip().lower() == "none" else value
+
+
+def _default_args(cfg: LoaderConfig) -> dict:
+    return {"retries": cfg.airflow_retries, "retry_delay": dt.timedelta(milliseconds=cfg.airflow_retry_delay_ms)}
 
 
 def complete_alias(topic: str) -> str:
@@ -60,13 +72,13 @@ def build_dag(path: str, cfg: LoaderConfig, group: str):
     dag = DAG(
         dag_id=f"{DAG_PREFIX}{group}",
         description=f"load {', '.join(spec.topics)} into {cfg.warehouse}: plan -> load -> validate -> commit",
-        schedule=spec.schedule or cfg.schedule,
+        schedule=airflow_schedule(spec.schedule or cfg.schedule),
         start_date=_start_date(cfg),
         catchup=bool(cfg.airflow.get("catchup", False)),
         max_active_runs=1,
         params=params,
         tags=["logbus", "warehouse"],
-        default_args={"retries": 0},
+        default_args=_default_args(cfg),
         doc_md=__doc__,
     )
 
@@ -113,7 +125,12 @@ def build_dag(path: str, cfg: LoaderConfig, group: str):
 
         @task(task_id="report")
         def report(info: dict, committed: dict, declared: list) -> dict:
-            return steps.report_step(path, group, info)
+            from pipelines.errors import IncompleteRunError
+
+            try:
+                return steps.report_step(path, group, info)
+            except IncompleteRunError as exc:  # partitions without a leader: the next scheduled run, not a retry
+                raise AirflowFailException(str(exc)) from None
 
         info = plan()
         loaded = load(info)
@@ -132,12 +149,12 @@ def build_compact_dag(path: str, cfg: LoaderConfig):
         dag_id=COMPACT_DAG,
         description=f"merge the small files of closed hours older than {cfg.compaction_older_than_ms // 3_600_000} h "
                     f"in {cfg.warehouse}",
-        schedule=cfg.compaction_schedule,
+        schedule=airflow_schedule(cfg.compaction_schedule),
         start_date=_start_date(cfg),
         catchup=False,
         max_active_runs=1,
         tags=["logbus", "warehouse", "maintenance"],
-        default_args={"retries": 1},
+        default_args=_default_args(cfg),
         doc_md="Runs `logbus load compact --older-than <compaction.older_than>` for every loaded topic "
                "(pipelines.compaction; docs/loader.md, \"Compaction of small files\").",
     )

@@ -4,7 +4,7 @@ can. The default, ``NO_FAULTS``, does nothing.
 
 A loader the test starts as a process (to kill it) takes its faults from the environment
 variable ``LOGBUS_LOADER_FAULTS``; ``from_environment`` is the only reader of it, and the
-``logbus load`` command the only caller.
+``logbus load`` command and the Airflow load step (a scheduler a test starts) its only callers.
 """
 
 from __future__ import annotations

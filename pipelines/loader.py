@@ -470,9 +470,9 @@ def _pending_plan(loader: Loader, run_id: str) -> Plan:
 
 
 def load_run(config: str | LoaderConfig, run_id: str, overrides: Mapping[str, Any] | None = None,
-             spark=None) -> list[TaskStats]:
+             spark=None, faults: LoadFaults = NO_FAULTS) -> list[TaskStats]:
     """Load a planned run's data; the task stats are saved next to the plan for ``commit_run``."""
-    with _loader(config, overrides, spark=spark) as loader:
+    with _loader(config, overrides, spark=spark, faults=faults) as loader:
         plan = _pending_plan(loader, run_id)
         results = loader.load(plan)
         for topic in plan.topics:
@@ -481,8 +481,13 @@ def load_run(config: str | LoaderConfig, run_id: str, overrides: Mapping[str, An
 
 
 def commit_run(config: str | LoaderConfig, run_id: str, overrides: Mapping[str, Any] | None = None) -> list[dict]:
-    """Commit a loaded run (after validation): its manifests are written and its offsets move."""
+    """Commit a loaded run (after validation): its manifests are written and its offsets move. A run
+    committed already (a retried commit whose first attempt died after the manifests) returns them."""
     with _loader(config, overrides) as loader:
+        if not any(p.run_id == run_id for p in loader.pending_runs()):
+            done = [m for t in loader._known_topics() if (m := loader.store.manifest(t, run_id)) is not None]
+            if done:
+                return done
         plan = _pending_plan(loader, run_id)
         results = []
         for topic in plan.topics:

@@ -110,6 +110,7 @@ def write_config(workdir: Path, bootstrap: str) -> Path:
     raw.setdefault("spark", {})["master"] = "local[2]"
     raw["spark"].setdefault("conf", {})["spark.driver.memory"] = "1g"
     raw.setdefault("parquet", {})["row_group_size"] = 5000
+    raw.setdefault("airflow", {})["retries"] = 0  # `dags test` would wait out each retry delay: fail at once
     path = workdir / "loader.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path

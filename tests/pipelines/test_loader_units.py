@@ -9,6 +9,7 @@ import pytest
 
 from broker.client.simple_consumer import MessageAndMetadata
 from pipelines.config import ConfigError, TopicSpec, load_config, parse_config
+from pipelines.dag_factory import airflow_schedule
 from pipelines.decoders import Decoder
 from pipelines.fs import LocalFS
 from pipelines.manifest import OffsetStore, split_range
@@ -42,6 +43,9 @@ def test_sample_config_parses():
     ({"max_range_records": 0}, "max_range_records"),
     ({"max_error_ratio": 2}, "max_error_ratio"),
     ({"spark": {"mastr": "local"}}, "spark.mastr"),
+    ({"compaction": {"older_than": "a week"}}, "compaction.older_than"),
+    ({"airflow": {"retries": -1}}, "airflow.retries"),
+    ({"airflow": {"retry_delay": "soon"}}, "airflow.retry_delay"),
     ({"colour": "blue"}, "colour"),
 ])
 def test_bad_config_names_the_key(change, key):
@@ -55,6 +59,16 @@ def test_reset_forms():
     assert parse_config({**BASE, "reset": "latest"}).reset.kind == "latest"
     assert parse_config({**BASE, "reset": 1700000000000}).reset.timestamp_ms == 1700000000000
     assert parse_config({**BASE, "reset": "2026-01-01T00:00:00Z"}).reset.timestamp_ms == 1767225600000
+
+
+def test_compaction_and_airflow_sections():
+    cfg = parse_config({**BASE, "compaction": {"older_than": "6h", "target_size": "64MB", "schedule": "none"},
+                        "airflow": {"retries": 0, "retry_delay": "30s"}, "schedule": "none"})
+    assert (cfg.compaction_older_than_ms, cfg.compaction_target_bytes) == (6 * 3_600_000, 64 * 1000**2)
+    assert (cfg.airflow_retries, cfg.airflow_retry_delay_ms) == (0, 30_000)
+    assert (airflow_schedule(cfg.schedule), airflow_schedule(cfg.compaction_schedule)) == (None, None)
+    assert airflow_schedule(parse_config(BASE).schedule) == "@hourly"
+    assert (parse_config(BASE).airflow_retries, parse_config(BASE).airflow_retry_delay_ms) == (2, 300_000)
 
 
 def test_late_data_forms():
