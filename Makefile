@@ -57,13 +57,17 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(VPY)
 	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,mirror,airflow,console,test]'
 	touch $@
 
-# Lint first: a style or type error fails CI before twelve minutes of tests.
+# Lint first: a style or type error fails CI before the tests start.
 lint: setup
 	$(VENV)/bin/ruff check --no-cache .
 	$(VENV)/bin/mypy --no-incremental
 
+# The suite mostly waits (processes starting, failovers, sessions expiring): two workers, each
+# running a whole test file at a time (module fixtures such as a module's broker stay per file).
+PYTEST_WORKERS ?= 2
+
 test: lint
-	$(VENV)/bin/pytest -q -p no:cacheprovider
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
 # The unit and property tests: no ZooKeeper, no broker process, no Spark (tests/conftest.py marks the rest).
 test-fast: lint

@@ -19,11 +19,12 @@
    (Decoder + RangeWriter);
 5. the ratio load / min(fetch-only, write-only) and the split of task time (fetch, decode,
    write) reported by the load's own tasks;
-6. with --standalone: a Spark standalone master and one worker of 2 cores from pyspark's jars,
-   executors in the packed environment (``pipelines.pack_env``, cached) with logbus' code shipped
-   by the driver; the same run replayed there (``Loader.rerun``: the same ranges and files),
-   records/s next to the load's, and the seconds of the probe task (executor start, archive
-   unpacked, imports) in that application.
+6. with --standalone: a Spark standalone master and one worker of 2 cores from pyspark's jars;
+   the same run replayed there (``Loader.rerun``: the same ranges and files) as new applications
+   whose executors get their Python three ways (``STANDALONE_MODES``: an environment already on
+   the node, the packed environment of ``pipelines.pack_env`` unpacked once on the node, or sent
+   with ``spark.archives``), each timed from session start to the end of the load; records/s
+   next to the load's, and the seconds shipping and the probe add to a run.
 
 Everything it starts is stopped on exit. Results to stdout and --json.
 """
@@ -146,47 +147,86 @@ def write_only(spark, tasks, ctx, out_url: str) -> tuple[float, int, float]:
     return wall - build, n, build
 
 
-def standalone(cfg, run_id: str, data_dir: Path) -> dict:
-    """The same run replayed on a standalone master and one 2-core worker, executors in the packed env."""
+#: How the executors of the standalone cluster get their Python, each mode a new application:
+#: installed: an environment already on the node with logbus on its path (no shipping, no probe: the reference);
+#: unpacked: the packed environment unpacked once on the node (spark.python_env only), code shipped, probe;
+#: archives: the packed environment sent with spark.archives (Spark unpacks it per application), code shipped, probe.
+STANDALONE_MODES = ("installed", "unpacked", "archives")
+
+
+def standalone(cfg, run_id: str, data_dir: Path, rounds: int = 2) -> dict:
+    """The same run replayed on a standalone master and one 2-core worker in each of ``STANDALONE_MODES``,
+    ``rounds`` times interleaved; each replay is a new application timed from session start to the end of the
+    load. What shipping and the probe add = a mode's median minus the ``installed`` median."""
+    import statistics
+    import tarfile
     from dataclasses import replace
 
+    from pipelines import probe
     from pipelines.code_zip import cache_dir
     from pipelines.job import make_spark
     from pipelines.loader import Loader
     from pipelines.pack_env import cached_env
-    from pipelines.probe import probe_executors
     from tests.pipelines.spark_standalone import StandaloneCluster
 
     env = cached_env(cache_dir() / "test-envs")
+    node_env = data_dir / "node-env"
+    t0 = time.monotonic()
+    shutil.rmtree(node_env, ignore_errors=True)
+    with tarfile.open(env) as tar:
+        tar.extractall(node_env, filter="tar")
+    unpack_s = time.monotonic() - t0
+    progress(f"standalone: the packed environment ({env.stat().st_size / 2**20:.0f} MiB) unpacked once on the "
+             f"node in {unpack_s:.1f} s")
+    memory = {**cfg.spark_conf, "spark.executor.memory": "2g"}
+    modes = {
+        "installed": replace(cfg, spark_python_env=str(node_env / "bin" / "python"), spark_ship_code=False,
+                             spark_conf={**memory, "spark.executorEnv.PYTHONPATH": str(REPO)}),
+        "unpacked": replace(cfg, spark_python_env=str(node_env / "bin" / "python"), spark_conf=memory),
+        "archives": replace(cfg, spark_archives=(f"{env}#environment",), spark_python_env="./environment/bin/python",
+                            spark_conf=memory),
+    }
+    runs: dict[str, list[dict]] = {m: [] for m in STANDALONE_MODES}
     cluster = StandaloneCluster(data_dir / "spark-standalone")
     try:
-        progress("standalone: master + 1 worker (2 cores), executors in the packed environment")
+        progress("standalone: master + 1 worker (2 cores)")
         cluster.start(workers=1, cores=2, memory="3g")
-        on_cluster = replace(cfg, spark_master=cluster.url, spark_archives=(f"{env}#environment",),
-                             spark_python_env="./environment/bin/python",
-                             spark_conf={**cfg.spark_conf, "spark.executor.memory": "2g"})
-        t0 = time.monotonic()
-        session = make_spark(on_cluster)
-        try:
-            session_s = time.monotonic() - t0
-            t1 = time.monotonic()
-            probe_executors(session, on_cluster.spark_probe_timeout_ms, on_cluster.parquet_writer)  # executor start, unpack, imports
-            probe_s = time.monotonic() - t1
-            with Loader(on_cluster, spark=session) as loader:
-                progress("standalone: rerun of the same ranges")
-                t2 = time.monotonic()
-                result = loader.rerun(run_id)
-                load_s = time.monotonic() - t2
-        finally:
-            session.stop()
+        for r in range(rounds):
+            for mode in STANDALONE_MODES:
+                on_cluster = replace(modes[mode], spark_master=cluster.url)
+                t0 = time.monotonic()
+                session = make_spark(on_cluster)
+                try:
+                    session_s = time.monotonic() - t0
+                    t1 = time.monotonic()
+                    if mode == "installed":
+                        probe._PROBED.add(session.sparkContext)  # the reference runs no probe
+                    else:
+                        probe.probe_executors(session, on_cluster.spark_probe_timeout_ms, on_cluster.parquet_writer)
+                    probe_s = time.monotonic() - t1
+                    with Loader(on_cluster, spark=session) as loader:
+                        t2 = time.monotonic()
+                        result = loader.rerun(run_id)
+                        load_s = time.monotonic() - t2
+                finally:
+                    session.stop()
+                total = time.monotonic() - t0
+                runs[mode].append({"total_s": round(total, 2), "session_s": round(session_s, 2),
+                                   "probe_s": round(probe_s, 2), "load_s": round(load_s, 2),
+                                   "records_per_s": round(result.records / load_s),
+                                   "task_total_s": round(sum(x.seconds or 0.0 for x in result.results), 1)})
+                progress(f"standalone round {r + 1} {mode}: {total:.1f} s (session {session_s:.1f}, probe {probe_s:.1f}, "
+                         f"load {load_s:.1f} s = {result.records / load_s:,.0f} records/s)")
     finally:
         cluster.stop()
-    progress(f"standalone: {result.records:,} records in {load_s:.1f} s = {result.records / load_s:,.0f} records/s "
-             f"(probe {probe_s:.1f} s, session {session_s:.1f} s)")
-    return {"seconds": round(load_s, 2), "records": result.records, "records_per_s": round(result.records / load_s),
-            "probe_seconds": round(probe_s, 2), "session_seconds": round(session_s, 2),
-            "task_total_s": round(sum(r.seconds or 0.0 for r in result.results), 1),
-            "task_decode_s": round(sum(r.decode_s for r in result.results), 1)}
+    median = {m: statistics.median(x["total_s"] for x in runs[m]) for m in STANDALONE_MODES}
+    out = {"records": result.records, "unpack_once_s": round(unpack_s, 2), "runs": runs,
+           "median_total_s": median,
+           "records_per_s": round(statistics.median(x["records_per_s"] for x in runs["unpacked"])),
+           "added_s": {m: round(median[m] - median["installed"], 2) for m in ("unpacked", "archives")}}
+    progress(f"standalone: shipping + probe add {out['added_s']['unpacked']:.1f} s with the environment unpacked on "
+             f"the node, {out['added_s']['archives']:.1f} s with spark.archives (medians of {rounds})")
+    return out
 
 
 def main(argv=None) -> int:
