@@ -1,18 +1,21 @@
-"""Growing and shrinking a cluster as an operator does, with the tools' own flags: a fourth broker
-joins and takes partitions (`reassign-partitions --generate/--execute/--verify`, then a preferred
-leader election), then broker 1 is decommissioned (everything reassigned off it) and stopped;
-every acknowledged record is still there, once."""
+"""Growing and shrinking a cluster as an operator does, with the tools' own flags, under continuous
+acks=all idempotent produce: a fourth broker joins and takes its share of the replicas
+(`reassign-partitions --generate/--execute --throttle/--verify`, then a preferred leader
+election), then broker 2 is decommissioned (everything reassigned off it) and stopped. A
+confluent-kafka consumer group reads every acknowledged record once."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.cluster.zk import ZkClient
@@ -30,22 +33,44 @@ def _logbus(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "broker.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
-def _produce(bootstrap: str, topic: str, start: int, count: int) -> list[bytes]:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
-    acked: list[bytes] = []
+class Producing:
+    """acks=all idempotent produce in a thread, round robin over the partitions, until ``stop``."""
 
-    def delivered(err, msg) -> None:
-        if err is None:
-            acked.append(msg.value())
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.acked: list[bytes] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(bootstrap, topic), daemon=True)
+        self._thread.start()
 
-    for i in range(start, start + count):
-        producer.produce(topic, value=b"g%06d" % i, partition=i % PARTITIONS, on_delivery=delivered)
-    assert producer.flush(30) == 0
-    assert len(acked) == count
-    return acked
+    def _run(self, bootstrap: str, topic: str) -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
+
+        def delivered(err, msg) -> None:
+            if err is not None:
+                self.errors.append(str(err))
+            else:
+                self.acked.append(msg.value())
+
+        i = 0
+        while not self._stop.is_set():
+            producer.produce(topic, value=b"g%07d" % i, partition=i % PARTITIONS, on_delivery=delivered)
+            producer.poll(0.002)
+            i += 1
+        if producer.flush(30):
+            self.errors.append("records left unsent after 30 s")
+
+    def more(self, count: int, what: str) -> None:
+        target = len(self.acked) + count
+        wait_until(lambda: len(self.acked) >= target, 30, what=f"{count} more records acknowledged {what}")
+
+    def stop(self) -> list[bytes]:
+        self._stop.set()
+        self._thread.join(40)
+        return self.acked
 
 
-def _move(zk_connect: str, tmp_path: Path, topic: str, brokers: str) -> dict[int, list[int]]:
+def _move(zk_connect: str, tmp_path: Path, topic: str, brokers: str, *throttle: str) -> dict[int, list[int]]:
     """`--generate` over ``brokers``, `--execute` the proposal, `--verify` until it completes; the proposal."""
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps({"version": 1, "topics": [{"topic": topic}]}))
@@ -55,10 +80,20 @@ def _move(zk_connect: str, tmp_path: Path, topic: str, brokers: str) -> dict[int
     proposed_json = generated.stdout.split("Proposed partition reassignment configuration\n", 1)[1]
     plan = tmp_path / f"plan-{brokers}.json"
     plan.write_text(proposed_json)
-    started = _logbus("reassign-partitions", "--zookeeper", zk_connect, "--execute", "--reassignment-json-file", str(plan))
+    started = _logbus("reassign-partitions", "--zookeeper", zk_connect, "--execute", "--reassignment-json-file", str(plan),
+                      *throttle)
     assert started.returncode == 0 and "Successfully started" in started.stdout, started.stdout + started.stderr
     verify = ("reassign-partitions", "--zookeeper", zk_connect, "--verify", "--reassignment-json-file", str(plan))
-    wait_until(lambda: _logbus(*verify).returncode == 0, 60, 0.5, f"the move onto {brokers} to complete")
+    reports: list[str] = []
+
+    def done() -> bool:
+        out = _logbus(*verify)
+        reports.append(out.stdout)
+        return out.returncode == 0
+
+    wait_until(done, 60, 0.5, f"the move onto {brokers} to complete")
+    if throttle:
+        assert "Throttle was removed." in reports[-1]
     return {p["partition"]: p["replicas"] for p in json.loads(proposed_json)["partitions"]}
 
 
@@ -67,58 +102,60 @@ def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p.id: p.leader for p in meta.topics[topic].partitions.values()}
 
 
-def _consume_all(bootstrap: str, topic: str, expected: int) -> list[bytes]:
-    """Every partition from offset 0 until ``expected`` records (and a last poll that must add none)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+def _group_reads(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    """A consumer group member from the earliest offsets until ``expected`` records (and one more poll)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
     seen: list[bytes] = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 40
     while len(seen) < expected and time.monotonic() < deadline:
-        seen += [m.value() for m in consumer.consume(500, 0.5) if m.error() is None]
-    seen += [m.value() for m in consumer.consume(500, 1.0) if m.error() is None]
+        seen += [m.value() for m in consumer.consume(1000, 0.5) if m.error() is None]
+    seen += [m.value() for m in consumer.consume(1000, 1.0) if m.error() is None]
     consumer.close()
     return seen
 
 
-def test_a_fourth_broker_takes_partitions_and_a_decommissioned_broker_gives_all_back(broker_factory, zk_chroot, tmp_path):
-    b1, b2, b3 = (broker_factory(FAST, start=False) for _ in range(3))
-    start_together([b1, b2, b3])
+def test_a_fourth_broker_takes_replicas_and_a_decommissioned_broker_gives_all_back(broker_factory, zk_chroot, tmp_path):
+    b1, b2, b3 = start_together([broker_factory(FAST, start=False) for _ in range(3)])
     bootstrap = ",".join(b.bootstrap for b in (b1, b2, b3))
     topic = "grow"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client fails its futures
     admin.create_topics([NewTopic(topic, PARTITIONS, 2)], operation_timeout=20)[topic].result(30)
     zk = ZkClient(zk_chroot)
     zk.start(timeout=10)
+    producing = Producing(bootstrap, topic)
     try:
         assert {b for replicas in zk.topic_assignment(topic).values() for b in replicas} == {1, 2, 3}
-        acked = _produce(bootstrap, topic, 0, 600)
+        producing.more(300, "before the fourth broker")
 
-        # a fourth broker joins: only new topics would reach it; a reassignment gives it its share
+        # a fourth broker joins: only new topics would reach it; a throttled reassignment gives it its share
         b4 = broker_factory(FAST)
         wait_until(lambda: 4 in zk.live_brokers(), 20, what="broker 4 registered")
-        proposal = _move(zk_chroot, tmp_path, topic, "1,2,3,4")
+        proposal = _move(zk_chroot, tmp_path, topic, "1,2,3,4", "--throttle", "10000000")
         assert zk.topic_assignment(topic) == proposal
-        assert sum(4 in r for r in proposal.values()) >= PARTITIONS * 2 // 4  # its share of the 12 replicas
+        on_4 = [p for p, r in proposal.items() if 4 in r]
+        assert len(on_4) >= PARTITIONS * 2 // 4  # its share of the 12 replicas
         assert _logbus("leader-election", "--bootstrap-server", bootstrap, "--election-type", "preferred",
                        "--all-topic-partitions").returncode == 0
         wait_until(lambda: _leaders(b4.bootstrap, topic) == {p: r[0] for p, r in proposal.items()}, 30, 0.2,
                    "every partition led by its preferred replica, broker 4 among them")
-        acked += _produce(b4.bootstrap, topic, 600, 600)
-        on_4 = [p for p, r in proposal.items() if 4 in r]
+        producing.more(300, "with broker 4 leading")
         data = Path(b4.props["log.dirs"])
         assert all(sum(f.stat().st_size for f in (data / f"{topic}-{p}").glob("*.log")) > 0 for p in on_4)
 
-        # broker 1 is decommissioned: everything is reassigned off it, then it stops
-        remaining = ",".join(b.bootstrap for b in (b2, b3, b4))
-        proposal = _move(zk_chroot, tmp_path, topic, "2,3,4")
-        assert all(1 not in r for r in zk.topic_assignment(topic).values())
-        wait_until(lambda: all(leader != 1 for leader in _leaders(remaining, topic).values()), 30, 0.2,
-                   "no partition led by broker 1")
-        b1.stop()
-        wait_until(lambda: 1 not in zk.live_brokers(), 20, what="broker 1 gone")
-        acked += _produce(remaining, topic, 1200, 300)
-
-        seen = _consume_all(remaining, topic, len(acked))
-        assert sorted(seen) == sorted(acked), "every acknowledged record once, nothing else"
+        # broker 2 is decommissioned: everything is reassigned off it, then it stops
+        remaining = ",".join(b.bootstrap for b in (b1, b3, b4))
+        _move(zk_chroot, tmp_path, topic, "1,3,4")
+        assert all(2 not in r for r in zk.topic_assignment(topic).values())
+        wait_until(lambda: all(leader != 2 for leader in _leaders(remaining, topic).values()), 30, 0.2,
+                   "no partition led by broker 2")
+        b2.stop()
+        wait_until(lambda: 2 not in zk.live_brokers(), 20, what="broker 2 gone")
+        producing.more(300, "after broker 2 stopped")
     finally:
+        acked = producing.stop()
         zk.stop()
+    assert producing.errors == []
+    seen = _group_reads(remaining, topic, len(acked))
+    assert sorted(seen) == sorted(acked), "every acknowledged record once, nothing else"
