@@ -1,11 +1,13 @@
 """Log compaction on a running broker: the cleaner thread keeps each key's last value at its
 original offset; confluent-kafka and kafka-python read the gaps from the beginning and from a
 committed offset inside a gap; a SIGKILL during cleaning loses nothing (the killed broker's log
-directory is loaded as a restart would: recovery). Replicas: tests/cluster_replication."""
+directory is loaded as a restart would: recovery), and neither do three SIGKILLs at random moments
+of passes, each followed by a real restart. Replicas: tests/cluster_replication."""
 
 from __future__ import annotations
 
 import os
+import random
 import time
 import uuid
 from pathlib import Path
@@ -155,6 +157,42 @@ def test_compaction_on_a_broker(broker_factory) -> None:
         recovered.close()
     assert latest({o: (k, v) for o, k, v in got}) == latest(acked)
     assert all(acked[o] == (k, v) for o, k, v in got)
+
+
+def test_sigkills_at_random_moments_of_cleaning_then_restarts_lose_nothing(broker_factory) -> None:
+    """Several trials: keyed updates, a SIGKILL a random moment into the cleaning pass they cause, a
+    real restart (recovery finishes or drops the interrupted swap); each time every key keeps its
+    latest value at the offset it was acknowledged at, and no two segments overlap."""
+    broker = broker_factory(overrides={**CLEANER, "zookeeper.session.timeout.ms": "3000"})
+    topic = f"killed-{uuid.uuid4().hex[:8]}"
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topic(topic, 1, 1, COMPACT)
+    log_dir = broker.log_dir / "data" / f"{topic}-0"
+    rng = random.Random(2026_11_25)
+    acked = produce_rounds(broker.bootstrap, topic, range(10), keys=KEYS // 2)
+    mid_pass = 0
+    for trial in range(3):
+        acked.update(produce_rounds(broker.bootstrap, topic, range(10 + 5 * trial, 15 + 5 * trial), keys=KEYS // 2))
+        mid_pass += wait_for_a_pass_writing(log_dir, timeout=5)
+        time.sleep(rng.uniform(0.0, 0.003))  # a random moment of it: writing, fsyncing, renaming, swapping
+        broker.kill()
+        broker.start()
+        ranges = segment_ranges(log_dir)
+        assert all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:])), (trial, ranges)
+        got = consume_confluent(broker.bootstrap, topic, 0, group=f"trial-{trial}")
+        assert latest({o: (k, v) for o, k, v in got}) == latest(acked), trial
+        assert all(acked[o] == (k, v) for o, k, v in got), trial  # offsets as originally assigned
+    assert mid_pass >= 1, "no kill landed while a pass was writing"  # here: 3 of 3 in each of 3 runs
+
+
+def wait_for_a_pass_writing(log_dir: Path, timeout: float) -> bool:
+    """Whether a cleaner pass was seen writing (a .cleaned or .swap file) within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(n.endswith((".cleaned", ".swap")) for n in os.listdir(log_dir)):
+            return True
+        time.sleep(0.0005)
+    return False
 
 
 def read_log(plog: PartitionLog) -> list[tuple[int, bytes, bytes]]:
