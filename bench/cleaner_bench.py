@@ -8,7 +8,7 @@ other partitions while a broker cleans.
 key written 1/live times), cleaned in this process by broker.storage.cleaner (one thread);
 MB/s is log bytes read per second of the pass (the key map and the rewrite).
 
-``produce``: one broker (log.cleaner.threads=1); a compacted topic is filled with the cleaner
+``produce``: one broker (log.cleaner.threads=1: one cleaner process); a compacted topic is filled with the cleaner
 off, the broker restarted with it on (first pass after ``--delay-ms``); librdkafka then
 produces to another topic throughout, and the acked rate is compared between 0.25 s windows
 where a cleaner pass is writing (a ``.cleaned`` file exists in the compacted log) and windows

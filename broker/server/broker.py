@@ -40,6 +40,7 @@ from broker.server.replica_manager import ReplicaManager
 from broker.server.replication_quota import ReplicationQuota
 from broker.server.tls import ServerTlsContext
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
+from broker.storage.cleaner import CleanerProcesses
 from broker.storage.cleaner_manager import LogCleanerManager
 from broker.storage.config import LogConfig
 from broker.storage.manager import LogManager
@@ -212,7 +213,8 @@ class Broker:
         self.controller.start()
         self._start_loops()
         if config.log_cleaner_enable and config.log_cleaner_threads > 0:
-            manager = LogCleanerManager(logs, config.log_cleaner_threads, config.log_cleaner_dedupe_buffer_size, now_ms)
+            manager = LogCleanerManager(logs, config.log_cleaner_threads, config.log_cleaner_dedupe_buffer_size, now_ms,
+                                        CleanerProcesses(config.log_cleaner_threads, config.log_cleaner_dedupe_buffer_size))
             self.log_cleaner = LogCleanerService(self.reactor, manager, config.log_cleaner_threads,
                                                  config.log_cleaner_backoff_ms)
             self.log_cleaner.start()

@@ -1,6 +1,7 @@
 """The broker's log cleaner: ``log.cleaner.threads`` worker threads, off the reactor, each taking
-the dirtiest compacted log (broker.storage.cleaner_manager) and cleaning it
-(broker.storage.cleaner). The reactor only wakes the workers every ``log.cleaner.backoff.ms``.
+the dirtiest compacted log (broker.storage.cleaner_manager) and cleaning it (broker.storage.cleaner):
+the pass's work runs in one of as many cleaner processes, the thread waits and swaps the result
+in. The reactor only wakes the workers every ``log.cleaner.backoff.ms``.
 """
 
 from __future__ import annotations
@@ -63,3 +64,5 @@ class LogCleanerService:
         if self._loop.running:
             self._loop.stop()
         self._pool.stop()
+        if self.manager.processes is not None:
+            self.manager.processes.close()

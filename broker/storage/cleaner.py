@@ -13,15 +13,22 @@ Crash safety, as Kafka does it: a group of old segments is rewritten into ``<bas
 (fsynced), renamed ``<base>.log.swap`` (from here on the new data wins), the old ``.log`` files
 renamed ``.deleted``, the swap renamed ``.log``. ``complete_swaps`` (run when a log is loaded)
 finishes an interrupted swap; stray ``.cleaned`` and ``.deleted`` files are dropped. Plain
-files and threads only: the broker schedules passes (broker.server.log_cleaner).
+files, threads and processes only: the broker schedules passes (broker.server.log_cleaner) and
+runs their work in ``CleanerProcesses``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import multiprocessing
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from hashlib import md5
 
@@ -31,7 +38,7 @@ from broker.protocol.records.layout import LOG_OVERHEAD, NO_PRODUCER_ID, BatchHe
 from broker.protocol.records.walker import Tail, iter_batches, records_of
 from broker.protocol.types import decode_varint
 from broker.storage.checkpoint import fsync_dir
-from broker.storage.config import INT_MAX
+from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.segment import LogSegment, file_name
 
 log = logging.getLogger(__name__)
@@ -43,6 +50,7 @@ HASH_BYTES = 16  # a key longer than this is mapped by its MD5 digest (as Kafka'
 ENTRY_BYTES = HASH_BYTES + 8  # a hash and an offset: what one key costs the dedupe buffer
 LOAD_FACTOR = 0.9  # log.cleaner.io.buffer.load.factor
 READ_CHUNK = 1 << 20
+_READ_ONLY_CONFIG = LogConfig()  # a cleaner process reads .log files only: index settings are never used
 
 
 class OffsetMap:
@@ -246,6 +254,33 @@ class CleanTask:
     delete_retention_ms: int
     now_ms: int
     generation: int  # the log's truncation count when the task was made: a swap after a truncation is refused
+    dirty_position: int  # byte position of the first dirty batch in the segment holding it (0: a segment start)
+    largest_timestamps: dict[int, int]  # base offset -> largest timestamp of each segment to clean
+
+    def spec(self) -> CleanSpec:
+        """This task as plain data, for a pass in a cleaner process (``rewrite_elsewhere``)."""
+        return CleanSpec(self.directory, tuple(s.base_offset for s in self.segments), tuple(self.uppers),
+                         self.first_dirty, self.end, tuple(s.base_offset for s in self.all_segments),
+                         tuple(s.size for s in self.all_segments), self.segment_bytes, self.delete_retention_ms,
+                         self.now_ms, self.dirty_position, dict(self.largest_timestamps))
+
+
+@dataclass(frozen=True)
+class CleanSpec:
+    """A CleanTask without open files: segments by base offset (and the sizes they had then)."""
+
+    directory: str
+    bases: tuple[int, ...]
+    uppers: tuple[int, ...]
+    first_dirty: int
+    end: int
+    all_bases: tuple[int, ...]
+    all_sizes: tuple[int, ...]
+    segment_bytes: int
+    delete_retention_ms: int
+    now_ms: int
+    dirty_position: int
+    largest_timestamps: dict[int, int]
 
 
 def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanStats) -> int:
@@ -256,8 +291,7 @@ def build_offset_map(task: CleanTask, offset_map: OffsetMap, stats: CleanStats) 
     for seg, upper in zip(task.segments, task.uppers):
         if upper <= task.first_dirty:
             continue
-        found = seg.translate_offset(task.first_dirty) if seg.base_offset < task.first_dirty else None
-        start = found[0] if found else 0
+        start = task.dirty_position if seg.base_offset < task.first_dirty else 0
         for chunk, pos, header in _batches(seg, start):
             if header.base_offset >= task.end:
                 return end
@@ -333,7 +367,7 @@ def write_cleaned(task: CleanTask, group: list[LogSegment], offset_map: OffsetMa
         out: list[bytes] = []
         pending = 0
         for seg in group:
-            drop_tombstones = task.now_ms - seg.largest_timestamp() > task.delete_retention_ms
+            drop_tombstones = task.now_ms - task.largest_timestamps[seg.base_offset] > task.delete_retention_ms
             stats.bytes_read += seg.size
             for chunk, pos, header in _batches(seg):
                 keep_empty = last_of_producer.get(header.producer_id, -2) == header.base_offset
@@ -359,28 +393,140 @@ def _write_all(fd: int, data: bytes) -> int:
     return len(data)
 
 
-def clean(task: CleanTask, offset_map: OffsetMap, swap: Callable[[list[LogSegment], str, int], bool],
-          stats: CleanStats | None = None) -> CleanStats:
-    """One pass: map the dirty part, then rewrite each group of segments and hand it to ``swap``
-    (the log's ``replace_segments``), which returns False if the log changed meanwhile."""
-    stats = stats or CleanStats(first_dirty=task.first_dirty)
-    began = time.monotonic()
+Written = list[tuple[list[int], str]]  # (base offsets of a group of old segments, its .cleaned file)
+
+
+def rewrite(task: CleanTask, offset_map: OffsetMap, stats: CleanStats) -> Written:
+    """The pass's work, no swap: map the dirty part, then write each group of segments' cleaned copy."""
     end = build_offset_map(task, offset_map, stats)
     stats.end_offset = end
     last_of_producer = last_batch_of_producers(task.all_segments)
     todo = [s for s in task.segments if s.base_offset < end]
-    for group in group_segments(todo, task.uppers, task.segment_bytes):
-        cleaned = write_cleaned(task, group, offset_map, last_of_producer, stats)
+    return [([s.base_offset for s in group], write_cleaned(task, group, offset_map, last_of_producer, stats))
+            for group in group_segments(todo, task.uppers, task.segment_bytes)]
+
+
+def swap_cleaned(task: CleanTask, written: Written, swap: Callable[[list[LogSegment], str, int], bool],
+                 stats: CleanStats) -> None:
+    """Swap each cleaned group in (``swap``: the log's ``replace_segments``), in order; once one is
+    refused (the log changed meanwhile) the rest are dropped."""
+    by_base = {s.base_offset: s for s in task.segments}
+    for i, (bases, cleaned) in enumerate(written):
         swap_path = cleaned[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX
         os.rename(cleaned, swap_path)
         fsync_dir(task.directory)
+        group = [by_base[b] for b in bases]
         if not swap(group, swap_path, task.generation):
             _unlink(swap_path)
+            for _, rest in written[i + 1 :]:
+                _unlink(rest)
             stats.aborted = "the log changed during cleaning"
-            break
+            return
         stats.segments_cleaned += len(group)
+
+
+def clean(task: CleanTask, offset_map: OffsetMap, swap: Callable[[list[LogSegment], str, int], bool],
+          stats: CleanStats | None = None) -> CleanStats:
+    """One pass in this thread: ``rewrite`` then ``swap_cleaned``."""
+    stats = stats or CleanStats(first_dirty=task.first_dirty)
+    began = time.monotonic()
+    swap_cleaned(task, rewrite(task, offset_map, stats), swap, stats)
     stats.seconds = time.monotonic() - began
     return stats
+
+
+# -- passes in cleaner processes ----------------------------------------------------------------
+
+class CleanerProcesses:
+    """``log.cleaner.threads`` processes that do the passes' work (``rewrite``), so a pass's CPU
+    time never holds the broker's interpreter lock: produce and fetch go on at full speed while
+    it runs. The swaps stay in the broker (``swap_cleaned``, under each log's lock). A process
+    dies with the broker (``PR_SET_PDEATHSIG``, and a watchdog), so no orphan writes into a log
+    directory a restarted broker owns. Started on the first pass."""
+
+    def __init__(self, processes: int, dedupe_buffer_bytes: int) -> None:
+        self.processes = max(1, processes)
+        self.buffer_bytes = dedupe_buffer_bytes // self.processes
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_die_with, initargs=(os.getpid(),))
+            return self._pool
+
+    def clean(self, task: CleanTask, swap: Callable[[list[LogSegment], str, int], bool]) -> CleanStats:
+        """One pass: ``rewrite`` in a cleaner process, then ``swap_cleaned`` here."""
+        began = time.monotonic()
+        try:
+            written, stats = self._executor().submit(_rewrite_spec, task.spec(), self.buffer_bytes).result()
+        except BrokenProcessPool:
+            with self._lock:
+                self._pool = None  # a process died (killed?): the next pass starts new ones
+            stats = CleanStats(first_dirty=task.first_dirty, aborted="a cleaner process died")
+            written = []
+        if not stats.aborted:
+            swap_cleaned(task, written, swap, stats)
+        else:
+            for _, path in written:
+                _unlink(path)
+        stats.seconds = time.monotonic() - began
+        return stats
+
+    def close(self) -> None:
+        """Wait for a pass under way, then stop the processes."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+_PROCESS_MAP: list[OffsetMap] = []  # a cleaner process's key map, made on its first pass
+
+
+def _rewrite_spec(spec: CleanSpec, buffer_bytes: int) -> tuple[Written, CleanStats]:
+    """In a cleaner process: open the task's segments by name and ``rewrite``; a segment deleted
+    meanwhile (retention) aborts the pass."""
+    if not _PROCESS_MAP:
+        _PROCESS_MAP.append(OffsetMap(buffer_bytes))
+    stats = CleanStats(first_dirty=spec.first_dirty)
+    opened: dict[int, LogSegment] = {}
+    try:
+        for base, size in zip(spec.all_bases, spec.all_sizes):
+            seg = opened[base] = LogSegment.open(spec.directory, base, _READ_ONLY_CONFIG)
+            seg.size = min(seg.size, size)  # as the task saw it: appends since then are not this pass's
+        task = CleanTask(spec.directory, [opened[b] for b in spec.bases], list(spec.uppers), spec.first_dirty, spec.end,
+                         [opened[b] for b in spec.all_bases], spec.segment_bytes, spec.delete_retention_ms, spec.now_ms,
+                         -1, spec.dirty_position, spec.largest_timestamps)
+        return rewrite(task, _PROCESS_MAP[0], stats), stats
+    except FileNotFoundError:
+        stats.aborted = "a segment was deleted during cleaning"
+        return [], stats
+    finally:
+        for seg in opened.values():
+            seg.file.close()  # not seg.close(): that writes indexes, which only the broker may
+
+
+def _die_with(parent: int) -> None:
+    """A cleaner process's start: be killed when the broker dies, however it dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the watchdog alone
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="cleaner-watchdog", daemon=True).start()
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 # -- recovery -----------------------------------------------------------------------------------

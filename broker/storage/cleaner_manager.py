@@ -1,6 +1,7 @@
 """Which compacted log to clean next, each log's first dirty offset (``cleaner-offset-checkpoint``
 per log directory), and the cleaner's numbers. Thread-safe and Twisted-free: the broker calls
-``grab_dirtiest`` and ``clean`` from its cleaner threads (broker.server.log_cleaner).
+``grab_dirtiest`` and ``clean`` from its cleaner threads (broker.server.log_cleaner), each of
+which hands the pass's work to a cleaner process (``CleanerProcesses``) and waits.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from broker.protocol.errors import KafkaError
 from broker.storage.checkpoint import CLEANER_OFFSET_FILE, read_checkpoint, write_checkpoint
-from broker.storage.cleaner import CleanStats, OffsetMap, clean
+from broker.storage.cleaner import CleanerProcesses, CleanStats, OffsetMap, clean
 from broker.storage.log import PartitionLog
 from broker.storage.manager import LogManager
 
@@ -41,8 +42,11 @@ class CleanerTotals:
 class LogCleanerManager:
     """The cleaner's state over a LogManager: first dirty offsets, logs in progress, key maps."""
 
-    def __init__(self, logs: LogManager, threads: int, dedupe_buffer_bytes: int, time_ms: Callable[[], int]) -> None:
+    def __init__(self, logs: LogManager, threads: int, dedupe_buffer_bytes: int, time_ms: Callable[[], int],
+                 processes: CleanerProcesses | None = None) -> None:
+        """``processes``: run the passes' work there (the broker); None: in the calling thread."""
         self.logs = logs
+        self.processes = processes
         self._time_ms = time_ms
         self._lock = threading.Lock()
         self._in_progress: set[LogKey] = set()
@@ -52,7 +56,7 @@ class LogCleanerManager:
         for d in logs.log_dirs:
             self._first_dirty.update(read_checkpoint(os.path.join(d, CLEANER_OFFSET_FILE)))
         self._maps: queue.SimpleQueue[OffsetMap] = queue.SimpleQueue()
-        for _ in range(max(1, threads)):
+        for _ in range(0 if processes is not None else max(1, threads)):  # the processes hold their own
             self._maps.put(OffsetMap(dedupe_buffer_bytes // max(1, threads)))
 
     def first_dirty(self, plog: PartitionLog) -> int:
@@ -96,10 +100,14 @@ class LogCleanerManager:
     def clean(self, plog: PartitionLog) -> CleanStats | None:
         """One pass over a log grabbed with ``grab_dirtiest`` (in a cleaner thread)."""
         key = (plog.topic, plog.partition)
-        offset_map = self._maps.get()
+        offset_map = self._maps.get() if self.processes is None else None
         try:
             task = plog.clean_task(self.first_dirty(plog), self._time_ms())
-            stats = clean(task, offset_map, plog.replace_segments)
+            if offset_map is None:
+                assert self.processes is not None
+                stats = self.processes.clean(task, plog.replace_segments)
+            else:
+                stats = clean(task, offset_map, plog.replace_segments)
         except (OSError, KafkaError) as exc:
             if plog.closed:  # deleted or shut down under the cleaner: nothing is wrong with it
                 return None
@@ -109,8 +117,9 @@ class LogCleanerManager:
                 self.totals.failures += 1
             return None
         finally:
-            offset_map.clear()
-            self._maps.put(offset_map)
+            if offset_map is not None:
+                offset_map.clear()
+                self._maps.put(offset_map)
             with self._lock:
                 self._in_progress.discard(key)
         with self._lock:

@@ -584,11 +584,15 @@ class PartitionLog:
             now = self._time_ms() if now_ms is None else now_ms
             rng = self.cleanable(first_dirty, now)
             n = len(rng.segments)
-            for seg in rng.segments:
-                seg.largest_timestamp()  # loads the indexes here, not concurrently in the cleaner's thread
-            return CleanTask(self.dir, rng.segments, self._bases[1 : n + 1], rng.first_dirty, rng.end,
+            # the indexes are read here, under the lock: the pass itself reads only the .log files
+            largest = {seg.base_offset: seg.largest_timestamp() for seg in rng.segments}
+            uppers = self._bases[1 : n + 1]
+            holding = next((seg for seg, upper in zip(rng.segments, uppers) if seg.base_offset < rng.first_dirty < upper),
+                           None)
+            found = holding.translate_offset(rng.first_dirty) if holding is not None else None
+            return CleanTask(self.dir, rng.segments, uppers, rng.first_dirty, rng.end,
                              list(self._segments), self.config.segment_bytes, self.config.delete_retention_ms, now,
-                             self._generation)
+                             self._generation, found[0] if found else 0, largest)
 
     def replace_segments(self, old: list[LogSegment], swap_path: str, generation: int) -> bool:
         """Swap a cleaned ``.swap`` file in for the consecutive inactive segments ``old``;

@@ -240,3 +240,60 @@ def test_a_truncation_under_the_cleaner_refuses_its_swap(tmp_path: Path) -> None
     assert stats.aborted and stats.segments_cleaned == 0
     assert records(log) == before
     assert not [n for n in os.listdir(log.dir) if n.endswith((".cleaned", ".swap", ".deleted"))]
+
+
+@pytest.mark.integration  # starts a cleaner process
+def test_a_pass_in_a_cleaner_process_writes_what_a_pass_in_the_thread_writes(tmp_path: Path) -> None:
+    logs = {}
+    for name in ("thread", "process"):
+        logs[name] = open_log(tmp_path / f"{name}-0", **COMPACT)
+        produce(logs[name], updates(500, 20) + [(b"k7", None)])
+        produce(logs[name], updates(500, 1))  # a second pass sees a first dirty offset inside a segment
+    processes = cleaner.CleanerProcesses(1, 1 << 20)
+    try:
+        for first_dirty in (0, 7_000):
+            in_thread = clean(logs["thread"].clean_task(first_dirty), OffsetMap(1 << 20), logs["thread"].replace_segments)
+            in_process = processes.clean(logs["process"].clean_task(first_dirty), logs["process"].replace_segments)
+            assert not in_process.aborted and in_process.segments_cleaned == in_thread.segments_cleaned > 0
+            assert (in_process.end_offset, in_process.records_kept) == (in_thread.end_offset, in_thread.records_kept)
+            assert records(logs["process"]) == records(logs["thread"])
+    finally:
+        processes.close()
+        for log in logs.values():
+            log.close()
+    assert sorted(os.listdir(tmp_path / "process-0")) == sorted(os.listdir(tmp_path / "thread-0"))
+
+
+@pytest.mark.integration  # starts a broker-like process and its cleaner process
+def test_a_cleaner_process_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    code = """
+import sys
+from broker.storage.cleaner import CleanerProcesses
+processes = CleanerProcesses(1, 1 << 20)
+pool = processes._executor()
+pool.submit(int, 1).result()  # the cleaner process is up
+print(*[p.pid for p in pool._processes.values()], flush=True)
+sys.stdin.read()
+"""
+    parent = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert parent.stdout is not None
+        [child] = [int(pid) for pid in parent.stdout.readline().split()]
+        assert psutil.pid_exists(child)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and psutil.pid_exists(child) and psutil.Process(child).status() != "zombie":
+            time.sleep(0.02)
+        assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
+    finally:
+        parent.kill()
+        parent.wait(10)
