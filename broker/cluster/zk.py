@@ -552,6 +552,48 @@ class ZkClient:
             raise ZkVersionConflictError(f"partition state of {topic}-{partition} exists already")
         return 0
 
+    def partition_states(self, topic: str, partitions: Iterable[int]) -> dict[int, PartitionState | None]:
+        """``partition_state`` of many partitions of a topic, the reads pipelined (one round trip's
+        wait for all of them, not one each)."""
+        pending = [(p, self._zk.get_async(TopicPartitionStateZNode.path(topic, p))) for p in partitions]
+        found: dict[int, PartitionState | None] = {}
+        for partition, result in pending:
+            try:
+                raw, stat = result.get()
+            except NoNodeError:
+                found[partition] = None
+                continue
+            except Exception:  # the connection dropped meanwhile: this one read again, with retries
+                found[partition] = self.partition_state(topic, partition)
+                continue
+            found[partition] = TopicPartitionStateZNode.decode(raw or b"", stat.version)
+        return found
+
+    def create_partition_states(
+        self, topic: str, states: Mapping[int, tuple[int, list[int]]], controller_epoch: int, chunk: int = 500
+    ) -> bool:
+        """Create the first state (leader, ISR; leader epoch 0) of new partitions of ``topic``, ``chunk``
+        partitions per ZooKeeper transaction, each guarded by the topic's znode: False (that chunk and
+        the rest not created) when the topic was deleted meanwhile or a state exists already."""
+        topic_path = TopicZNode.path(topic)
+        partitions_path = f"{topic_path}/partitions"
+        items = sorted(states.items())
+        for i in range(0, len(items), chunk):
+            stat = self._zk.retry(self._zk.exists, topic_path)
+            if stat is None:
+                return False
+            t = self._zk.transaction()
+            t.check(topic_path, stat.version)
+            if self._zk.retry(self._zk.exists, partitions_path) is None:
+                t.create(partitions_path)
+            for partition, (leader, isr) in items[i : i + chunk]:
+                t.create(f"{partitions_path}/{partition}")
+                t.create(TopicPartitionStateZNode.path(topic, partition),
+                         TopicPartitionStateZNode.encode(leader, 0, isr, controller_epoch))
+            if any(isinstance(r, Exception) for r in t.commit()):
+                return False
+        return True
+
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """Leader, epochs and ISR of a partition, or None when no state was written yet."""
         found = self.read(TopicPartitionStateZNode.path(topic, partition), retry=True)

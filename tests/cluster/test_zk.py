@@ -234,6 +234,24 @@ def test_partition_state_conditional_set(zk_client: ZkClient) -> None:
     assert v2 == v1 + 1
 
 
+def test_new_partition_states_in_transactions_and_pipelined_reads(zk_client: ZkClient) -> None:
+    zk_client.create_topic("big", {p: [1, 2] for p in range(1200)})
+    firsts = {p: (1 + p % 2, [1, 2]) for p in range(1200)}
+    assert zk_client.create_partition_states("big", firsts, controller_epoch=3, chunk=500)  # three transactions
+    states = zk_client.partition_states("big", range(1201))
+    assert states[1200] is None
+    assert all(states[p] == PartitionState(leader=1 + p % 2, leader_epoch=0, isr=[1, 2], controller_epoch=3, zk_version=0)
+               for p in range(1200))
+    # a state that exists already fails its transaction, and nothing of that chunk is written
+    zk_client.create_topic("some", {p: [1] for p in range(4)})
+    zk_client.create_partition_state("some", 2, 1, 0, [1], 3)
+    assert not zk_client.create_partition_states("some", {p: (1, [1]) for p in range(4)}, controller_epoch=3)
+    assert [p for p, st in zk_client.partition_states("some", range(4)).items() if st is not None] == [2]
+    # a deleted topic gets no states (the transaction checks the topic's znode)
+    assert not zk_client.create_partition_states("gone", {0: (1, [1])}, controller_epoch=3)
+    assert not zk_client.kazoo.exists("/brokers/topics/gone")
+
+
 def test_watch_topics_fires(zk_chroot: str, zk_client: ZkClient) -> None:
     seen: list[list[str]] = []
     cancel = zk_client.watch_topics(seen.append)
