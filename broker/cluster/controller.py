@@ -19,12 +19,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.exceptions import BadVersionError
 
-from broker.cluster.zk import PartitionState, ZkClient, ZkVersionConflictError
+from broker.cluster.zk import PartitionState, PartitionStateChange, ZkClient, ZkVersionConflictError
 from broker.cluster.zkdata import ReassignPartitionsZNode, TopicZNode
 from broker.protocol.errors import ErrorCode
 
@@ -253,9 +253,31 @@ class Controller:
         states = self._read_states(topics)
         brokers = _Brokers(live, shutting, _leader_counts(states))
         started = self._start_new_partitions(states, brokers)
+        pending: list[tuple[Any, ...]] = []  # (replicas, then _write's arguments): written together below
         for (topic, partition), (replicas, state) in sorted(states.items()):
-            if (topic, partition) not in started:
+            if (topic, partition) in started:
+                continue
+            if state is None:
                 self._reconcile(topic, partition, replicas, state, brokers)
+                continue
+            self._reconcile_once(topic, partition, replicas, state, brokers,
+                                 write=lambda *change, r=replicas: pending.append((r, *change)))
+            if not self.active:
+                return
+        self._write_all(pending, brokers)
+
+    def _write_all(self, pending: list[tuple[Any, ...]], brokers: _Brokers) -> None:
+        """The pass's state changes, pipelined (a failover moving 3,000 leaders waits for one round
+        trip, not 3,000); a change whose znode moved on meanwhile is reconciled again on its own."""
+        changes = [PartitionStateChange(topic, partition, leader, epoch, isr, state.zk_version)
+                   for _, topic, partition, state, leader, epoch, isr, _ in pending]
+        for (replicas, topic, partition, state, leader, epoch, isr, why), ok in zip(
+                pending, self.zk.set_partition_states(changes, self.epoch)):
+            if ok:
+                log.info("controller: %s-%d leader %d -> %d (epoch %d), isr %s -> %s (%s)",
+                         topic, partition, state.leader, leader, epoch, state.isr, isr, why)
+            else:
+                self._reconcile(topic, partition, replicas, self.zk.partition_state(topic, partition), brokers)
 
     def _start_new_partitions(self, states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]],
                               brokers: _Brokers) -> set[tuple[str, int]]:
@@ -306,8 +328,11 @@ class Controller:
         log.warning("controller: gave up on %s-%d after repeated conflicts", topic, partition)
 
     def _reconcile_once(
-        self, topic: str, partition: int, replicas: list[int], state: PartitionState | None, brokers: _Brokers
+        self, topic: str, partition: int, replicas: list[int], state: PartitionState | None, brokers: _Brokers,
+        write: Callable[..., None] | None = None,
     ) -> None:
+        """``write``: how a state change is written (default ``_write``, at once)."""
+        write = write or self._write
         live, shutting, counts = brokers.live, brokers.shutting, brokers.leader_counts
         if state is None:
             leader, isr = _first_state(replicas, brokers)
@@ -326,21 +351,23 @@ class Controller:
             dead = [r for r in state.isr if r not in live or r in shutting]
             if dead:
                 new_isr = [r for r in state.isr if r not in dead]
-                self._write(topic, partition, state, state.leader, state.leader_epoch, new_isr, f"isr loses {dead}")
+                write(topic, partition, state, state.leader, state.leader_epoch, new_isr, f"isr loses {dead}")
             return
-        choice = elect_leader(replicas, state.isr, live, self._unclean(topic), counts, exclude=shutting)
+        if topic not in brokers.unclean:
+            brokers.unclean[topic] = self._unclean(topic)
+        choice = elect_leader(replicas, state.isr, live, brokers.unclean[topic], counts, exclude=shutting)
         if choice is None:
             if state.leader in shutting:
                 return  # no other replica can take over: the broker keeps leading until it stops
             if state.leader != NO_LEADER:
                 why = "no replica in the isr is live"
-                self._write(topic, partition, state, NO_LEADER, state.leader_epoch + 1, state.isr, why)
+                write(topic, partition, state, NO_LEADER, state.leader_epoch + 1, state.isr, why)
             return
         leader, new_isr = choice
         if state.leader in counts and counts[state.leader] > 0:
             counts[state.leader] -= 1
         counts[leader] = counts.get(leader, 0) + 1
-        self._write(topic, partition, state, leader, state.leader_epoch + 1, new_isr, f"leader {state.leader} gone")
+        write(topic, partition, state, leader, state.leader_epoch + 1, new_isr, f"leader {state.leader} gone")
 
     def _write(
         self, topic: str, partition: int, state: PartitionState, leader: int, leader_epoch: int, isr: list[int], why: str
@@ -506,6 +533,7 @@ class _Brokers:
     live: set[int]
     shutting: set[int]
     leader_counts: dict[int, int]
+    unclean: dict[str, bool] = field(default_factory=dict)  # unclean.leader.election.enable per topic, read once
 
 
 def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]]) -> dict[int, int]:

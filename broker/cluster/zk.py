@@ -12,6 +12,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
@@ -93,6 +94,18 @@ def validate_topic_name(name: str) -> None:
     """Kafka's rule: 1-249 of [a-zA-Z0-9._-], and not '.' or '..'."""
     if name in (".", "..") or not _TOPIC_NAME.match(name):
         raise InvalidTopicError(f"invalid topic name {name!r}: use 1-249 of [a-zA-Z0-9._-], not '.' or '..'")
+
+
+@dataclass(frozen=True)
+class PartitionStateChange:
+    """A controller's write of one partition state, conditional on the version it read."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    version: int
 
 
 class ZkClient:
@@ -542,6 +555,29 @@ class ZkClient:
             except NoNodeError:
                 if self.create(path, data):
                     return 0
+
+    def set_partition_states(self, changes: Sequence[PartitionStateChange], controller_epoch: int) -> list[bool]:
+        """``set_partition_state`` of many partitions, each only if its state is still at the change's
+        zk version; the writes pipelined. True per change written, False where the version moved on."""
+        pending = []
+        for c in changes:
+            data = TopicPartitionStateZNode.encode(c.leader, c.leader_epoch, c.isr, controller_epoch)
+            pending.append(self._zk.set_async(TopicPartitionStateZNode.path(c.topic, c.partition), data, c.version))
+        written = []
+        for c, result in zip(changes, pending):
+            try:
+                result.get()
+                written.append(True)
+            except (BadVersionError, NoNodeError):
+                written.append(False)
+            except Exception:  # the connection dropped meanwhile: this one written again, with retries
+                try:
+                    self.set_partition_state(c.topic, c.partition, c.leader, c.leader_epoch, c.isr, controller_epoch,
+                                             version=c.version)
+                    written.append(True)
+                except ZkVersionConflictError:
+                    written.append(False)
+        return written
 
     def create_partition_state(
         self, topic: str, partition: int, leader: int, leader_epoch: int, isr: Iterable[int], controller_epoch: int

@@ -14,6 +14,7 @@ from broker.cluster.embedded_zk import EmbeddedZooKeeper, four_letter_word
 from broker.cluster.zk import (
     BrokerIdInUseError,
     PartitionState,
+    PartitionStateChange,
     ZkClient,
     ZkConnectionError,
     ZkVersionConflictError,
@@ -247,6 +248,12 @@ def test_new_partition_states_in_transactions_and_pipelined_reads(zk_client: ZkC
     zk_client.create_partition_state("some", 2, 1, 0, [1], 3)
     assert not zk_client.create_partition_states("some", {p: (1, [1]) for p in range(4)}, controller_epoch=3)
     assert [p for p, st in zk_client.partition_states("some", range(4)).items() if st is not None] == [2]
+    # changes pipelined, each conditional on the version it read
+    changes = [PartitionStateChange("big", p, 2, 1, [2], version=0) for p in range(3)]
+    zk_client.set_partition_state("big", 1, leader=1, leader_epoch=1, isr=[1], controller_epoch=3, version=0)
+    assert zk_client.set_partition_states(changes, controller_epoch=4) == [True, False, True]
+    after = zk_client.partition_states("big", range(3))
+    assert [(after[p].leader, after[p].controller_epoch) for p in range(3)] == [(2, 4), (1, 3), (2, 4)]  # type: ignore[union-attr]
     # a deleted topic gets no states (the transaction checks the topic's znode)
     assert not zk_client.create_partition_states("gone", {0: (1, [1])}, controller_epoch=3)
     assert not zk_client.kazoo.exists("/brokers/topics/gone")
