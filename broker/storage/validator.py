@@ -31,6 +31,9 @@ except ImportError:  # pragma: no cover - a broker host without the extras walks
 
 #: below this many records a batch is walked in Python (numpy's per-call cost would dominate)
 ARRAY_WALK_MIN_RECORDS = 32
+#: layouts of batches up to this many records are cached (at most 32 of them, about 1 MB each at
+#: this size); larger batches, rare, have theirs computed each time
+CACHED_LAYOUT_MAX_RECORDS = 16384
 #: the least bytes of a v2 record after its length: attributes, timestamp and offset deltas,
 #: key length, value length, header count
 MIN_RECORD_BODY = 6
@@ -72,17 +75,46 @@ def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: Batc
 
 def _walk_arrays(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader, need_keys: bool) -> tuple[int, int]:
     """``walk_records`` as array operations. Records of one size but for their offset delta's
-    width (common: one schema, one producer) are located by arithmetic and confirmed by
-    comparing their length bytes with the expected ones; others are found one length varint
-    at a time in Python."""
+    width (common: one schema, one producer) are checked by one gather of their framing bytes
+    (``_uniform_deltas``); others are found one length varint at a time in Python."""
     n = header.records_count
     u8 = np.frombuffer(buf, np.uint8)
     first_length, _ = decode_varint(buf, pos, end)
-    layout = _uniform_layout(n, first_length) if first_length >= MIN_RECORD_BODY else None
-    if layout is not None and layout.total == end - pos and _matches(u8, pos + layout.begins, layout.length_bytes):
-        bodies = pos + layout.bodies
-    else:
-        bodies = _record_bodies(u8, buf, pos, end, header)
+    layout = None
+    if first_length >= MIN_RECORD_BODY:
+        layout = (_uniform_layout if n <= CACHED_LAYOUT_MAX_RECORDS else _uniform_layout.__wrapped__)(n, first_length)
+    if layout is not None and layout.total == end - pos:
+        found = _uniform_deltas(u8, pos, layout, need_keys)
+        if found is not None:
+            return found
+        if _matches(u8, pos + layout.begins, layout.length_bytes):
+            return _check_records(u8, pos + layout.bodies, header, need_keys)
+    return _check_records(u8, _record_bodies(u8, buf, pos, end, header), header, need_keys)
+
+
+def _uniform_deltas(u8: np.ndarray, pos: int, layout: _UniformLayout, need_keys: bool) -> tuple[int, int] | None:
+    """The (least, greatest) timestamp delta of records laid out as ``layout`` says, or None
+    when they are not: one gather reads every record's length and offset delta bytes (which
+    must be the expected ones) and its timestamp delta byte (each must be a one-byte varint,
+    which puts the offset deltas where they were read)."""
+    probe = u8[pos + layout.probe_at]
+    stamps = probe[len(layout.framing):]
+    greatest = int(stamps.max())
+    if greatest >= 0x80 or probe[:len(layout.framing)].tobytes() != layout.framing:
+        return None
+    if need_keys and (u8[pos + layout.key_at] == 1).any():  # key length -1
+        raise InvalidRecordError("Compacted topic cannot accept message without key")
+    if int(np.bitwise_or.reduce(stamps)) & 1:  # a negative delta: zigzag-decode them all
+        raw = stamps.astype(np.int64)
+        deltas = (raw >> 1) ^ -(raw & 1)
+        return int(deltas.min()), int(deltas.max())
+    return int(stamps.min()) >> 1, greatest >> 1
+
+
+def _check_records(u8: np.ndarray, bodies: np.ndarray, header: BatchHeader, need_keys: bool) -> tuple[int, int]:
+    """(least, greatest) timestamp delta of the records whose bodies start at ``bodies``, after
+    checking their offset deltas run 0..n-1 and (``need_keys``) that each has a key."""
+    n = header.records_count
     b = u8[bodies + 1]
     if int(b.max()) < 0x80:  # every timestamp delta fits one byte
         raw = b.astype(np.int64)
@@ -91,7 +123,7 @@ def _walk_arrays(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader
         deltas, size = zigzag_varints(u8, bodies + 1)
         at = bodies + 1 + size
     offsets = _offset_layout(n)
-    if offsets.delta_bytes is None or not _matches(u8, at, offsets.delta_bytes):
+    if not _matches(u8, at, offsets.delta_bytes):
         found, _ = zigzag_varints(u8, at, 5)
         bad = np.nonzero(found != np.arange(n))[0]
         if len(bad):
@@ -118,33 +150,42 @@ def _record_bodies(u8: np.ndarray, buf: bytes | bytearray, pos: int, end: int, h
 
 
 class _Encoded(NamedTuple):
-    """Non-negative values as zigzag varints of one or two bytes: first bytes, second bytes,
-    and which values take two."""
+    """Non-negative values as zigzag varints, byte by byte: the ``k``-th byte of value
+    ``which`` is ``data[i]``, for each i."""
 
-    first: np.ndarray
-    second: np.ndarray
-    two: np.ndarray
+    which: np.ndarray
+    k: np.ndarray
+    data: bytes
 
 
-def _encoded(values: np.ndarray) -> _Encoded | None:
+def _encoded(values: np.ndarray) -> _Encoded:
     raw = values * 2
-    if len(raw) and int(raw.max()) >= 1 << 14:
-        return None
-    two = raw >= 0x80
-    return _Encoded(np.where(two, (raw & 0x7F) | 0x80, raw).astype(np.uint8), (raw >> 7).astype(np.uint8), two)
+    widths = zigzag_size(values)
+    which, k, data = [], [], []
+    for byte in range(int(widths.max()) if len(widths) else 0):
+        has = np.nonzero(widths > byte)[0]
+        part = (raw[has] >> (7 * byte)) & 0x7F
+        which.append(has)
+        k.append(np.full(len(has), byte, np.int64))
+        data.append(np.where(widths[has] > byte + 1, part | 0x80, part).astype(np.uint8))
+    if not which:
+        return _Encoded(np.zeros(0, np.int64), np.zeros(0, np.int64), b"")
+    return _Encoded(np.concatenate(which), np.concatenate(k), np.concatenate(data).tobytes())
+
+
+def _places(at: np.ndarray, expected: _Encoded) -> np.ndarray:
+    """Where each byte of ``expected`` sits, for varints starting at ``at``."""
+    return at[expected.which] + expected.k
 
 
 def _matches(u8: np.ndarray, at: np.ndarray, expected: _Encoded) -> bool:
     """Whether the varints at ``at`` are exactly ``expected``."""
-    if not np.array_equal(u8[at], expected.first):
-        return False
-    two = expected.two
-    return not two.any() or bool(np.array_equal(u8[at[two] + 1], expected.second[two]))
+    return u8[_places(at, expected)].tobytes() == expected.data
 
 
 class _OffsetLayout(NamedTuple):
     widths: np.ndarray  # bytes of each offset delta 0..n-1
-    delta_bytes: _Encoded | None
+    delta_bytes: _Encoded
 
 
 class _UniformLayout(NamedTuple):
@@ -152,24 +193,36 @@ class _UniformLayout(NamedTuple):
     bodies: np.ndarray
     length_bytes: _Encoded
     total: int
+    #: where ``_uniform_deltas`` reads: the length and offset delta bytes (when every
+    #: timestamp delta takes one byte), then each timestamp delta's byte
+    probe_at: np.ndarray
+    framing: bytes  # the bytes expected at the first ``len(framing)`` places of ``probe_at``
+    key_at: np.ndarray  # each key length's byte
 
 
-@functools.lru_cache(maxsize=64)
 def _offset_layout(n: int) -> _OffsetLayout:
+    return _cached_offset_layout(n) if n <= CACHED_LAYOUT_MAX_RECORDS else _cached_offset_layout.__wrapped__(n)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_offset_layout(n: int) -> _OffsetLayout:
     deltas = np.arange(n, dtype=np.int64)
     return _OffsetLayout(zigzag_size(deltas), _encoded(deltas))
 
 
-@functools.lru_cache(maxsize=256)
-def _uniform_layout(n: int, first_length: int) -> _UniformLayout | None:
+@functools.lru_cache(maxsize=32)
+def _uniform_layout(n: int, first_length: int) -> _UniformLayout:
     """Where ``n`` records sit if each is the first one's size but for its offset delta's width."""
     lengths = first_length - 1 + _offset_layout(n).widths
     length_bytes = _encoded(lengths)
-    if length_bytes is None:
-        return None
     sizes = lengths + zigzag_size(lengths)
     begins = np.cumsum(sizes) - sizes
-    return _UniformLayout(begins, begins + sizes - lengths, length_bytes, int(sizes.sum()))
+    bodies = begins + sizes - lengths
+    offsets = _offset_layout(n)
+    deltas_at = bodies + 2
+    probe_at = np.concatenate([_places(begins, length_bytes), _places(deltas_at, offsets.delta_bytes), bodies + 1])
+    return _UniformLayout(begins, bodies, length_bytes, int(sizes.sum()), probe_at,
+                          length_bytes.data + offsets.delta_bytes.data, deltas_at + offsets.widths)
 
 
 def walk_records(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,
@@ -179,13 +232,13 @@ def walk_records(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader
     Checks that exactly ``records_count`` records fill the span, their offset deltas run
     0..n-1 and (``need_keys``) that each has a key; raises InvalidRecordError otherwise. Each
     record's framing is read by ``unrolled.read_record_head``."""
-    lo = hi = 0
+    lo, hi = NO_BOUND, -NO_BOUND
     try:
         for i in range(header.records_count):
             _, rec_end, delta, _, offset_delta, key_at = read_record_head(buf, pos, end, header.base_offset)
             if delta > hi:
                 hi = delta
-            elif delta < lo:
+            if delta < lo:
                 lo = delta
             if offset_delta != i:
                 raise InvalidRecordError(f"record {i} of the batch at offset {header.base_offset} has offset delta "

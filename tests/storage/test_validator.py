@@ -4,6 +4,8 @@ deltas, timestamps, keys on compacted topics, the batch's max timestamp set from
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.protocol.errors import InvalidRecordError, InvalidTimestampError
 from broker.protocol.records import encode_batch
@@ -146,24 +148,54 @@ def test_the_python_and_array_walks_agree() -> None:
             walk(batch, L.HEADER_SIZE, len(batch), header, True)
 
 
-def test_uniform_batches_take_the_arithmetic_path_and_are_still_checked() -> None:
+@pytest.mark.parametrize("n", [200, 9000])  # offset deltas of up to two and of three bytes
+def test_uniform_batches_take_the_arithmetic_path_and_are_still_checked(n: int) -> None:
     """Records alike but for their offset delta are located by arithmetic; a swapped offset
     delta, a keyless record on a compacted topic or a wrong count are still caught there."""
     if V.np is None:
         pytest.skip("numpy is not installed")
-    n = 200
     swapped = [i for i in range(n)]
     swapped[100], swapped[101] = 101, 100
     records = b"".join(encode_record(d, 3, None, b"x" * 100, ()) for d in swapped)
     batch = _crafted(records, n)
-    assert V._uniform_layout(n, 107) is not None
+    plain = bytearray(encode_batch([(None, b"x" * 100, None, NOW + i % 50) for i in range(n)]))
+    header = L.read_header(plain)
+    layout = V._uniform_layout(n, 107)
+    assert layout.total == len(plain) - L.HEADER_SIZE
+    assert V._uniform_deltas(V.np.frombuffer(plain, V.np.uint8), L.HEADER_SIZE, layout, False) == (0, 49)
+    assert V.validate_batch(plain, 0, header, V.policy_of(LogConfig()), NOW) == NOW + 49
     with pytest.raises(InvalidRecordError, match="record 100 .* offset delta 101"):
         V.validate_batch(batch, 0, L.read_header(batch), V.policy_of(LogConfig()), NOW)
-    plain = bytearray(encode_batch([(None, b"x" * 100, None, NOW)] * n))
     compacted = V.policy_of(LogConfig(cleanup_policy="compact"))
     with pytest.raises(InvalidRecordError, match="without key"):
         V.validate_batch(plain, 0, L.read_header(plain), compacted, NOW)
-    assert V.validate_batch(plain, 0, L.read_header(plain), V.policy_of(LogConfig()), NOW) == NOW
     short = _crafted(b"".join(encode_record(i, 0, None, b"x" * 100, ()) for i in range(n - 1)), n)
     with pytest.raises(InvalidRecordError):
         V.validate_batch(short, 0, L.read_header(short), V.policy_of(LogConfig()), NOW)
+
+
+@settings(max_examples=150, deadline=None)
+@given(deltas=st.lists(st.integers(-200, 200), min_size=V.ARRAY_WALK_MIN_RECORDS, max_size=300),
+       keyless=st.sets(st.integers(0, 299), max_size=2), value_size=st.integers(0, 150), positive=st.booleans())
+def test_the_gathered_framing_path_agrees_with_the_python_walk(deltas: list[int], keyless: set[int],
+                                                               value_size: int, positive: bool) -> None:
+    """Records alike but for their timestamp delta (one or two bytes, negative too) and their
+    key: the array walk's one-gather path and the Python walk find the same deltas and refuse
+    the same keyless records."""
+    if V.np is None:
+        pytest.skip("numpy is not installed")
+    if positive:
+        deltas = [abs(d) + 1 for d in deltas]
+    records = b"".join(encode_record(i, d, None if i in keyless else b"k", b"v" * value_size, ())
+                       for i, d in enumerate(deltas))
+    batch = _crafted(records, len(deltas))
+    header = L.read_header(batch)
+    for need_keys in (False, True):
+        answers = []
+        for walk in (V.walk_records, V._walk_arrays):
+            try:
+                answers.append(walk(batch, L.HEADER_SIZE, len(batch), header, need_keys))
+            except InvalidRecordError as exc:
+                answers.append(str(exc))
+        assert answers[0] == answers[1]
+    assert answers[0] == (min(deltas), max(deltas)) or keyless.intersection(range(len(deltas)))
