@@ -317,6 +317,8 @@ BROKER_CONFIG = ConfigDef(
         _k("replica.fetch.backoff.ms", Type.INT, 1000, 0),
         _k("replica.socket.timeout.ms", Type.INT, 30000),
         _k("num.replica.fetchers", Type.INT, 1),
+        _k("max.incremental.fetch.session.cache.slots", Type.INT, 1000, 0,
+           doc="Fetch sessions (KIP-227) the broker keeps; 0: every fetch is a full one"),
         _k("replica.high.watermark.checkpoint.interval.ms", Type.DURATION, 5000),
         _k("min.insync.replicas", Type.INT, _topic_default("min.insync.replicas"), 1),
         _k("unclean.leader.election.enable", Type.BOOLEAN, _topic_default("unclean.leader.election.enable")),
@@ -424,6 +426,7 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int
     replica_socket_timeout_ms: int
     num_replica_fetchers: int
+    max_incremental_fetch_session_cache_slots: int
     replica_high_watermark_checkpoint_interval_ms: int
     min_insync_replicas: int
     unclean_leader_election_enable: bool

@@ -46,6 +46,10 @@ from broker.storage.config import LogConfig
 from broker.storage.manager import LogManager
 
 log = Logger()
+
+#: a fetch session reads all its partitions at least this often (and three times per
+#: replica.lag.time.max.ms): see broker.server.fetch_session
+SESSION_RESCAN_MAX_S = 5.0
 ComponentT = TypeVar("ComponentT")
 
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
@@ -167,6 +171,8 @@ class Broker:
             self.metrics,
             ReplicaFetcherManager(self),
             self.leader_quota,
+            config.max_incremental_fetch_session_cache_slots,
+            min(SESSION_RESCAN_MAX_S, config.replica_lag_time_max_ms / 1000.0 / 3),
         )
         try:
             zk.ensure_paths()

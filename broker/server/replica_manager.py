@@ -15,7 +15,7 @@ live here. Collaborators (clock, state store, metrics, follower fetchers) are in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from twisted.internet import defer
 from twisted.logger import Logger
@@ -32,12 +32,13 @@ from broker.protocol.errors import (
 from broker.server.clock import Clock, millis
 from broker.server.delayed_fetch import FetchPurgatory
 from broker.server.delayed_produce import ProducePurgatory
+from broker.server.fetch_parts import FetchedPartition, FetchResult, FetchWanted
+from broker.server.fetch_session import FetchContext, FetchSessionCache
 from broker.server.metadata import MetadataCache, PartitionInfo
 from broker.server.partition import ACKS_ALL, Partition
 from broker.server.purgatory import TopicPartition
 from broker.server.replication_quota import LEADER_REPLICAS, ReplicationQuota, is_throttled
 from broker.storage.config import LogConfig
-from broker.storage.file_slice import FileSlice
 from broker.storage.log import PartitionLog
 from broker.storage.manager import LogManager
 
@@ -88,34 +89,6 @@ class AppendOutcome:
             self.base_offset = -1
 
 
-class FetchWanted(NamedTuple):
-    """One partition of a fetch: where to read, how much, under which leader epoch (-1: any)."""
-
-    topic: str
-    partition: int
-    offset: int
-    max_bytes: int
-    leader_epoch: int = -1
-
-
-class FetchedPartition(NamedTuple):
-    topic: str
-    partition: int
-    error_code: int = ErrorCode.NONE
-    high_watermark: int = -1
-    log_start_offset: int = -1
-    records: FileSlice | bytes | None = None  # bytes: down-converted for an old client
-    records_after_fetch_offset: int = 0  # records served past the fetch offset, counted by offsets
-
-
-class FetchResult(NamedTuple):
-    """What a fetch read: per partition in request order, the bytes, and whether any failed."""
-
-    partitions: list[FetchedPartition]
-    size: int
-    failed: bool
-
-
 @dataclass(eq=False)
 class ReplicaManager:
     """Keeps local logs and roles in step with ZooKeeper, and appends to and reads from them.
@@ -132,6 +105,8 @@ class ReplicaManager:
     metrics: IsrMetrics
     fetchers: FollowerFetchers
     leader_quota: ReplicationQuota = field(default_factory=ReplicationQuota)  # leader.replication.throttled.rate
+    fetch_session_slots: int = 1000  # max.incremental.fetch.session.cache.slots
+    fetch_session_rescan_s: float = 5.0  # see fetch_session: below replica.lag.time.max.ms
 
     def __post_init__(self) -> None:
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -139,6 +114,7 @@ class ReplicaManager:
         self.fetches = FetchPurgatory(self.clock)  # consumers: woken when the high watermark moves
         self.replica_fetches = FetchPurgatory(self.clock)  # followers: woken by appends
         self.produces = ProducePurgatory(self.clock)  # acks=all: woken when the high watermark moves
+        self.fetch_sessions = FetchSessionCache(self.fetch_session_slots, self.fetch_session_rescan_s, self.clock.seconds)
         self.now_ms = millis(self.clock)
         self._session_lost_warned_at = float("-inf")
         self.topic_overrides: dict[str, dict[str, str]] = {}  # each topic's /config/topics overrides
@@ -229,6 +205,7 @@ class ReplicaManager:
         if known is not None and state.zk_version <= known:
             return
         self.versions[tp] = state.zk_version
+        self.fetch_sessions.mark(tp)  # a new epoch or role: sessions read the partition again
         info.leader, info.leader_epoch, info.isr = state.leader, state.leader_epoch, list(state.isr)
         p = self.partitions.get(tp)
         if p is None:
@@ -273,6 +250,7 @@ class ReplicaManager:
 
     def _stop_role(self, tp: TopicPartition) -> None:
         self.fetchers.remove(tp)
+        self.fetch_sessions.mark(tp)
 
     def _leadership_changed(self, p: Partition) -> None:
         """This broker gained or lost leadership: parked requests answer now."""
@@ -280,13 +258,19 @@ class ReplicaManager:
             self.produces.fail_all(p.tp)
         self.fetches.notify_append(p.tp, WAKE_ALL_BYTES)
         self.replica_fetches.notify_append(p.tp, WAKE_ALL_BYTES)
+        for session in self.fetch_sessions.mark(p.tp):
+            (self.replica_fetches if session.follower else self.fetches).notify_append(session.key, WAKE_ALL_BYTES)
 
     # -- PartitionListener --------------------------------------------------------------------
 
     def high_watermark_advanced(self, partition: Partition, appended_bytes: int | None) -> None:
         """The leader's high watermark moved: answer consumers' fetches and acks=all produces."""
         tp = partition.tp
-        self.fetches.notify_append(tp, appended_bytes if appended_bytes is not None else WAKE_ALL_BYTES)
+        moved = appended_bytes if appended_bytes is not None else WAKE_ALL_BYTES
+        self.fetches.notify_append(tp, moved)
+        for session in self.fetch_sessions.mark(tp):  # followers learn it at their next fetch
+            if not session.follower:
+                self.fetches.notify_append(session.key, moved)
         self.produces.check(tp, partition.produce_completion)
 
     def write_isr(self, partition: Partition, state: PartitionState) -> defer.Deferred[int]:
@@ -364,6 +348,9 @@ class ReplicaManager:
         outcome.log_start_offset = result.log_start_offset
         if not result.duplicate:
             self.replica_fetches.notify_append((topic, partition), size)
+            for session in self.fetch_sessions.mark((topic, partition)):
+                if session.follower:
+                    self.replica_fetches.notify_append(session.key, size)
         if acks == ACKS_ALL and leader.log.high_watermark <= result.last_offset:
             return outcome, result.last_offset + 1
         return outcome, None
@@ -371,23 +358,39 @@ class ReplicaManager:
     # -- reads --------------------------------------------------------------------------------
 
     def fetch_messages(
-        self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, wanted: list[FetchWanted]
+        self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, wanted: list[FetchWanted],
+        context: FetchContext | None = None,
     ) -> defer.Deferred[FetchResult]:
         """Read every wanted partition; when there is less than ``min_bytes``, wait (up to
         ``max_wait_ms``) for appends and read again.
 
         A follower (``replica_id`` >= 0) fetches from its log end offset: that moves the high
         watermark and the ISR; it reads up to the log end and waits on appends rather than on
-        the high watermark."""
+        the high watermark. In a fetch session (``context``), a long poll waits on the session
+        and reads what the session wants after it."""
         follower = replica_id >= 0
         if follower:
             self._record_follower_positions(replica_id, wanted)
         read = self._read(wanted, max_bytes, follower)
-        if max_wait_ms <= 0 or read.size >= min_bytes or read.failed or not wanted:
+        if max_wait_ms <= 0 or read.size >= min_bytes or read.failed:
+            return defer.succeed(read)
+        key = context.wait_key if context is not None else None
+        keys = frozenset([key]) if key is not None else frozenset((w.topic, w.partition) for w in wanted)
+        if not keys:
             return defer.succeed(read)
         purgatory = self.replica_fetches if follower else self.fetches
-        d = purgatory.wait(frozenset((w.topic, w.partition) for w in wanted), min_bytes - read.size, max_wait_ms)
-        return d.addCallback(lambda _: self._read(wanted, max_bytes, follower))
+        d = purgatory.wait(keys, min_bytes - read.size, max_wait_ms)
+        if key is None:
+            return d.addCallback(lambda _: self._read(wanted, max_bytes, follower))
+        assert context is not None
+        return d.addCallback(lambda _: self._read_again(replica_id, context.wanted(), max_bytes))
+
+    def _read_again(self, replica_id: int, wanted: list[FetchWanted], max_bytes: int) -> FetchResult:
+        """A session's read after its long poll: what it wants now (a rescan's partitions are
+        the follower's positions again, which keeps its caught-up times fresh)."""
+        if replica_id >= 0:
+            self._record_follower_positions(replica_id, wanted)
+        return self._read(wanted, max_bytes, replica_id >= 0)
 
     def _record_follower_positions(self, replica_id: int, wanted: list[FetchWanted]) -> None:
         for item in wanted:
@@ -409,6 +412,10 @@ class ReplicaManager:
                 leader.check_leader_epoch(item.leader_epoch)
                 plog = leader.log
                 high_watermark, log_start_offset = plog.high_watermark, plog.log_start_offset
+                if item.offset == (plog.log_end_offset if follower else high_watermark):  # nothing to read
+                    parts.append(FetchedPartition(item.topic, item.partition, ErrorCode.NONE, high_watermark,
+                                                  log_start_offset, at_end=True))
+                    continue
                 limit = min(item.max_bytes, remaining)
                 throttled = follower and self._leader_throttled(plog.config, item.partition)
                 if throttled and self.leader_quota.exceeded():

@@ -1,7 +1,9 @@
 """Fetch: read whole batches below the high watermark, long-polling when there are too few.
 
 The replica layer reads and parks the fetch (``ReplicaManager.fetch_messages``); records are
-answered as file slices that the connection sends with ``os.sendfile``.
+answered as file slices that the connection sends with ``os.sendfile``. From v7 a fetch may
+belong to a fetch session (``fetch_session``): it then names only what changed, and is answered
+only what is new.
 
 Versions 0-3 are for clients that read only message format v0/v1 (v0-1: magic 0, v2-3:
 magic 1), as Kafka answers them: what was read is converted down batch by batch
@@ -22,12 +24,15 @@ from broker.protocol.records.legacy import FETCH_MAGIC, down_convert
 from broker.security.api_acls import INTER_BROKER
 from broker.server.authz import requester
 from broker.server.dispatch import Handler
-from broker.server.replica_manager import FetchedPartition, FetchResult, FetchWanted
+from broker.server.fetch_parts import FetchedPartition, FetchResult, FetchWanted
+from broker.server.fetch_session import NO_SESSION
 from broker.storage.file_slice import FileSlice
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
+#: v7 brought fetch sessions (KIP-227, ``broker.server.fetch_session``)
+FIRST_SESSION_VERSION = 7
 NO_RESPONSE_LIMIT = 2**31 - 1  # v0-2 have no max_bytes: only each partition's limit applies, as in Kafka
 
 
@@ -52,15 +57,27 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
         denied = [] if who.may(INTER_BROKER) else wanted
     else:
         denied = [w for w in wanted if not who.may_api(ApiKey.FETCH, w.topic)]
-    if denied:
+    if denied:  # refused partitions never join a session: authorization is checked as they join
         wanted = [w for w in wanted if w not in denied]
+    context = None
+    if header.api_version >= FIRST_SESSION_VERSION:
+        forgotten = [(t["topic"], p) for t in request.get("forgotten_topics_data") or () for p in t["partitions"]]
+        try:
+            context = broker.replicas.fetch_sessions.context(request["session_id"], request["session_epoch"], wanted,
+                                                             forgotten, replica_id >= 0)
+        except KafkaError as exc:
+            return defer.succeed({"throttle_time_ms": 0, "error_code": exc.code, "session_id": 0, "responses": []})
+        wanted = context.wanted()
     max_bytes = request.get("max_bytes", NO_RESPONSE_LIMIT)
-    d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], max_bytes, wanted)
+    d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], max_bytes, wanted,
+                                       context)
     if header.api_version in FETCH_MAGIC:
         d.addCallback(_down_converted, broker, wanted, FETCH_MAGIC[header.api_version])
     if denied:
         d.addCallback(_with_denied, denied)
-    return d.addCallback(_answer, broker, replica_id >= 0)
+    if context is not None:
+        d.addCallback(lambda read: read._replace(partitions=context.answer(read.partitions)))
+    return d.addCallback(_answer, broker, replica_id >= 0, context.session_id if context is not None else NO_SESSION)
 
 
 def _with_denied(read: FetchResult, denied: list[FetchWanted]) -> FetchResult:
@@ -86,7 +103,7 @@ def _down_converted(read: FetchResult, broker: Broker, wanted: list[FetchWanted]
     return read._replace(partitions=parts)
 
 
-def _answer(read: FetchResult, broker: Broker, follower: bool) -> dict:
+def _answer(read: FetchResult, broker: Broker, follower: bool, session_id: int) -> dict:
     """The response to send, its bytes and records counted in the metrics."""
     topics: dict[str, list[dict[str, Any]]] = {}
     for part in read.partitions:
@@ -106,7 +123,7 @@ def _answer(read: FetchResult, broker: Broker, follower: bool) -> dict:
     return {
         "throttle_time_ms": 0,
         "error_code": ErrorCode.NONE,
-        "session_id": 0,
+        "session_id": session_id,
         "responses": [{"topic": topic, "partitions": parts} for topic, parts in topics.items()],
     }
 

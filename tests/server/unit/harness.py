@@ -15,9 +15,10 @@ from twisted.python.failure import Failure
 from broker.cluster.zk import PartitionState, ZkVersionConflictError
 from broker.protocol.records import encode_batch
 from broker.server.clock import millis
+from broker.server.fetch_parts import FetchResult, FetchWanted
 from broker.server.metadata import MetadataCache
 from broker.server.metrics import BrokerMetrics
-from broker.server.replica_manager import AppendOutcome, FetchResult, FetchWanted, ReplicaManager
+from broker.server.replica_manager import AppendOutcome, ReplicaManager
 from broker.storage.config import LogConfig
 from broker.storage.manager import LogManager
 
