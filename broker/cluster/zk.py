@@ -20,6 +20,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from broker.cluster.async_watches import AsyncDataWatches
 from broker.cluster.zkdata import (
     BASE_PATHS,
     AclChangeZNode,
@@ -132,6 +133,7 @@ class ZkClient:
         self._session_lost = False
         self._stopping = False
         self._zk.add_listener(self._on_state)
+        self._async_watches = AsyncDataWatches(self._zk)  # the partition states' watches
 
     @classmethod
     def from_config(cls, config: Any) -> ZkClient:
@@ -636,15 +638,16 @@ class ZkClient:
         return None if found is None else TopicPartitionStateZNode.decode(found[0], found[1].version)
 
     def watch_partition_state(self, topic: str, partition: int, callback: Callable[[PartitionState | None], bool | None]) -> None:
-        """Call ``callback(state)`` now and on each change of the partition's state znode (None while it
-        is missing); the watch ends when the callback returns False."""
+        """Call ``callback(state)`` soon and on each change of the partition's state znode (None while
+        it is missing), on kazoo's callback thread; the watch ends when the callback returns False.
+        The reads are asynchronous (``AsyncDataWatches``), so many watches do not queue on one thread."""
 
-        def on_data(data: bytes | None, stat: Any, *_event: Any) -> bool | None:
+        def on_data(data: bytes | None, stat: Any) -> bool | None:
             if data is None or stat is None:
                 return callback(None)
             return callback(TopicPartitionStateZNode.decode(data, stat.version))
 
-        self.watch_data(TopicPartitionStateZNode.path(topic, partition), on_data)
+        self._async_watches.watch(TopicPartitionStateZNode.path(topic, partition), on_data)
 
     # ------------------------------------------------------------------ the controller
 

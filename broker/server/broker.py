@@ -49,7 +49,7 @@ log = Logger()
 
 #: a fetch session reads all its partitions at least this often (and three times per
 #: replica.lag.time.max.ms): see broker.server.fetch_session
-SESSION_RESCAN_MAX_S = 5.0
+SESSION_RESCAN_MAX_S = 10.0
 ComponentT = TypeVar("ComponentT")
 
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000

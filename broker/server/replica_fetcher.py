@@ -39,7 +39,7 @@ ERROR_BACKOFF_MAX_S = 0.5
 SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 #: a fetcher works out every partition's position at least this often (a log start offset
 #: moved by local retention is the one change it does not track)
-RESYNC_S = 5.0
+RESYNC_S = 10.0
 
 
 @dataclass(eq=False)

@@ -106,7 +106,7 @@ class ReplicaManager:
     fetchers: FollowerFetchers
     leader_quota: ReplicationQuota = field(default_factory=ReplicationQuota)  # leader.replication.throttled.rate
     fetch_session_slots: int = 1000  # max.incremental.fetch.session.cache.slots
-    fetch_session_rescan_s: float = 5.0  # see fetch_session: below replica.lag.time.max.ms
+    fetch_session_rescan_s: float = 10.0  # see fetch_session: below replica.lag.time.max.ms
 
     def __post_init__(self) -> None:
         self.partitions: dict[TopicPartition, Partition] = {}

@@ -459,6 +459,9 @@ class PartitionLog:
 
     def maybe_flush(self, now_ms: int | None = None) -> bool:
         """Flush if flush.ms has passed since the last flush, or a roll left a segment unsynced."""
+        rp = self._rp
+        if self._leo <= rp and self._roll_flush_offset <= rp:
+            return False  # nothing unflushed (read without the lock: a stale answer waits a pass)
         with self._lock:
             if self._closed:
                 return False

@@ -299,3 +299,61 @@ def test_missing_zookeeper_jar_names_make_setup(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(ezk, "JAVA_DIR", tmp_path)
     with pytest.raises(ezk.ZooKeeperNotInstalledError, match="make setup"):
         EmbeddedZooKeeper(tmp_path / "zk").start()
+
+
+def test_partition_state_watches_read_asynchronously_and_survive_a_session_expiry(
+        zookeeper: EmbeddedZooKeeper, zk_client: ZkClient) -> None:
+    """600 state watches: each sees the first state, a change, and (after a session expiry,
+    which drops ZooKeeper's watches) the change made meanwhile; one partition's state is
+    deleted and created again; a callback returning False ends its watch."""
+    n = 600
+    zk_client.create_topic("w", {p: [1, 2] for p in range(n)})
+    zk_client.create_partition_states("w", {p: (1, [1, 2]) for p in range(n)}, controller_epoch=1)
+    seen: dict[int, list[int | None]] = {p: [] for p in range(n)}
+    lock = threading.Lock()
+
+    def watcher(partition: int) -> Callable[[PartitionState | None], bool | None]:
+        def on_state(state: PartitionState | None) -> bool | None:
+            with lock:
+                seen[partition].append(None if state is None else state.leader)
+            return False if partition == 0 and state is not None and state.leader == 2 else None
+        return on_state
+
+    started = time.monotonic()
+    for p in range(n):
+        zk_client.watch_partition_state("w", p, watcher(p))
+    assert time.monotonic() - started < 2, "setting up the watches waits on no read"
+
+    def last_is(leader: int | None, partitions: range) -> Callable[[], bool]:
+        return lambda: all(seen[p] and seen[p][-1] == leader for p in partitions)
+
+    _wait(last_is(1, range(n)), 10)
+    for p in range(n):
+        zk_client.set_partition_state("w", p, leader=2, leader_epoch=1, isr=[2], controller_epoch=1)
+    _wait(last_is(2, range(n)), 10)
+
+    session_id, password = zk_client.kazoo.client_id  # expire the session (see above)
+    thief = KazooClient(hosts=zookeeper.connect_string, client_id=(session_id, password))
+    thief.start(timeout=10)
+    thief.stop()
+    thief.close()
+    writer = ZkClient(zk_client.connect, session_timeout_ms=6000)
+    writer.start(timeout=10)
+    try:
+        for p in range(1, n):
+            writer.set_partition_state("w", p, leader=1, leader_epoch=2, isr=[1], controller_epoch=1)
+        _wait(last_is(1, range(1, n)), 20)
+        writer.kazoo.delete("/brokers/topics/w/partitions/5/state")
+        _wait(last_is(None, range(5, 6)), 10)
+        writer.set_partition_state("w", 5, leader=2, leader_epoch=3, isr=[2], controller_epoch=1)
+        _wait(last_is(2, range(5, 6)), 10)
+    finally:
+        writer.stop()
+    assert seen[0] == [1, 2], "the watch of partition 0 ended when its callback returned False"
+
+
+def _wait(condition: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
