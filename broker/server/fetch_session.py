@@ -67,6 +67,7 @@ class FetchSession:
     partitions: OrderedDict[TopicPartition, SessionPartition] = field(default_factory=OrderedDict)
     #: partitions the next fetch reads, in the order it reads them
     dirty: dict[TopicPartition, None] = field(default_factory=dict)
+    topics: dict[str, int] = field(default_factory=dict)  # partitions held per topic
 
     @property
     def key(self) -> TopicPartition:
@@ -193,9 +194,7 @@ class FetchSessionCache:
                 f"fetch session {session_id} expected epoch {session.epoch}, the request has {epoch}")
         self._set(session, requested)
         for tp in forgotten:
-            if session.partitions.pop(tp, None) is not None:
-                session.dirty.pop(tp, None)
-                self._release(session, tp)
+            self._forget(session, tp)
         session.next_epoch()
         self._sessions.move_to_end(session_id)
         return FetchContext(self, requested, session, True)
@@ -209,9 +208,30 @@ class FetchSessionCache:
             if entry is None:
                 kept[tp] = SessionPartition(w.offset, w.max_bytes, w.leader_epoch)
                 self._holding.setdefault(tp, set()).add(session)
+                session.topics[w.topic] = session.topics.get(w.topic, 0) + 1
             else:
                 entry.offset, entry.max_bytes, entry.leader_epoch = w.offset, w.max_bytes, w.leader_epoch
             session.dirty[tp] = None
+
+    def drop_topics(self, session: FetchSession, topics: set[str]) -> list[FetchWanted]:
+        """Take every partition of ``topics`` out of ``session`` (their reads are refused now);
+        returns them."""
+        dropped = [FetchWanted(tp[0], tp[1], p.offset, p.max_bytes, p.leader_epoch)
+                   for tp, p in session.partitions.items() if tp[0] in topics]
+        for w in dropped:
+            self._forget(session, (w.topic, w.partition))
+        return dropped
+
+    def _forget(self, session: FetchSession, tp: TopicPartition) -> None:
+        if session.partitions.pop(tp, None) is None:
+            return
+        session.dirty.pop(tp, None)
+        left = session.topics.get(tp[0], 0) - 1
+        if left > 0:
+            session.topics[tp[0]] = left
+        else:
+            session.topics.pop(tp[0], None)
+        self._release(session, tp)
 
     def _release(self, session: FetchSession, tp: TopicPartition) -> None:
         holding = self._holding.get(tp)

@@ -24,7 +24,7 @@ from confluent_kafka.admin import ResourcePatternType as CkPattern
 from confluent_kafka.admin import ResourceType as CkResource
 
 from broker.client.connection import BrokerConnection
-from broker.cluster.acls import add_acls
+from broker.cluster.acls import add_acls, remove_acls
 from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
@@ -35,6 +35,7 @@ from broker.security.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -526,3 +527,36 @@ def test_cluster_apis_refused_without_their_cluster_operation(cluster: Cluster) 
                            for b in (1, 2)), 5, what="the denials lifted")
     assert auto_create() in (ErrorCode.NONE, ErrorCode.LEADER_NOT_AVAILABLE)  # Create on the cluster: created
     wait_until(lambda: cluster.metadata(3, auto) == ErrorCode.NONE, 10, what="the auto-created topic")
+
+
+def test_a_fetch_session_loses_a_topic_whose_read_is_revoked(cluster: Cluster) -> None:
+    """Fetch sessions (KIP-227) are authorized at every fetch, not only when a partition joins:
+    once Read on the topic is revoked, the session's next incremental fetch answers its
+    partition TOPIC_AUTHORIZATION_FAILED and reads it no more."""
+    topic = cluster.topic(leader=1)
+    pattern = ResourcePattern(ResourceType.TOPIC, topic)
+    cluster.grant(pattern, allow(AclOperation.READ))
+
+    def fetch(conn: BrokerConnection, session_id: int, epoch: int, named: bool) -> dict:
+        return conn.request(ApiKey.FETCH, 11, {
+            "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": session_id, "session_epoch": epoch, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]
+            if named else []})
+
+    with BrokerConnection.from_address(cluster.brokers[1].bootstrap, client_id="acl-session", timeout=10.0) as conn:
+        opened = fetch(conn, 0, 0, True)
+        assert _partition_error_of_fetch(opened) == ErrorCode.NONE and opened["session_id"] != 0
+        session = opened["session_id"]
+        assert fetch(conn, session, 1, False)["responses"] == []  # nothing new
+        remove_acls(cluster.zk, [AclBindingFilter(ResourceType.TOPIC, topic, PatternType.LITERAL)])
+        wait_until(lambda: cluster.metadata(1, topic) == ErrorCode.TOPIC_AUTHORIZATION_FAILED, 5, what="revocation applied")
+        refused = fetch(conn, session, 2, False)
+        assert _partition_error_of_fetch(refused) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert fetch(conn, session, 3, False)["responses"] == [], "the partition left the session"
+
+
+def _partition_error_of_fetch(answer: dict) -> int:
+    [topic] = answer["responses"]
+    [part] = topic["partitions"]
+    return int(part["error_code"])

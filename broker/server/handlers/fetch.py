@@ -57,7 +57,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
         denied = [] if who.may(INTER_BROKER) else wanted
     else:
         denied = [w for w in wanted if not who.may_api(ApiKey.FETCH, w.topic)]
-    if denied:  # refused partitions never join a session: authorization is checked as they join
+    if denied:  # refused partitions never join a session
         wanted = [w for w in wanted if w not in denied]
     context = None
     if header.api_version >= FIRST_SESSION_VERSION:
@@ -67,6 +67,13 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
                                                              forgotten, replica_id >= 0)
         except KafkaError as exc:
             return defer.succeed({"throttle_time_ms": 0, "error_code": exc.code, "session_id": 0, "responses": []})
+        session = context.session
+        if who.checks and replica_id < 0 and session is not None and context.incremental:
+            # every fetch is authorized, not only a partition's first: a revoked Read takes
+            # the topic's partitions out of the session and answers them refused
+            revoked = {t for t in session.topics if not who.may_api(ApiKey.FETCH, t)}
+            if revoked:
+                denied += broker.replicas.fetch_sessions.drop_topics(session, revoked)
         wanted = context.wanted()
     max_bytes = request.get("max_bytes", NO_RESPONSE_LIMIT)
     d = broker.replicas.fetch_messages(replica_id, request["max_wait_ms"], request["min_bytes"], max_bytes, wanted,

@@ -178,3 +178,16 @@ def test_idle_session_long_polls_keep_a_follower_in_the_isr_and_an_append_wakes_
     result_of(replicas.produce("quiet", b"b"))  # wakes the session's parked fetch at once
     [part] = result_of(d)
     assert part.records is not None and part.records.size > 0
+
+
+def test_dropping_a_topic_takes_its_partitions_out_and_keeps_the_topic_counts() -> None:
+    cache = _cache()
+    context = cache.context(0, 0, _wanted(0, 0) + _wanted(4, topic="u"), [], follower=False)
+    session = context.session
+    assert session.topics == {"t": 2, "u": 1}
+    cache.context(101, 1, [], [("t", 1)], follower=False)
+    assert session.topics == {"t": 1, "u": 1}
+    dropped = cache.drop_topics(session, {"u"})
+    assert [(w.topic, w.partition, w.offset) for w in dropped] == [("u", 0, 4)]
+    assert session.topics == {"t": 1} and list(session.partitions) == [("t", 0)]
+    assert cache.mark(("u", 0)) == []
