@@ -135,7 +135,9 @@ def test_a_fourth_broker_takes_replicas_and_a_decommissioned_broker_gives_all_ba
         proposal = _move(zk_chroot, tmp_path, topic, "1,2,3,4", "--throttle", "10000000")
         assert zk.topic_assignment(topic) == proposal
         on_4 = [p for p, r in proposal.items() if 4 in r]
-        assert len(on_4) >= PARTITIONS * 2 // 4  # its share of the 12 replicas
+        # Kafka's generator (random first leader and shift) gives a new broker 2 to 4 of the 12
+        # replicas, never fewer
+        assert len(on_4) >= 2
         assert _logbus("leader-election", "--bootstrap-server", bootstrap, "--election-type", "preferred",
                        "--all-topic-partitions").returncode == 0
         wait_until(lambda: _leaders(b4.bootstrap, topic) == {p: r[0] for p, r in proposal.items()}, 30, 0.2,

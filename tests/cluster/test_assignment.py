@@ -88,3 +88,23 @@ def test_single_broker() -> None:
 def test_bad_input(brokers: list[int], partitions: int, rf: int, error: type[Exception]) -> None:
     with pytest.raises(error):
         assign_replicas(brokers, partitions, rf)
+
+
+def test_a_fourth_broker_gets_2_to_4_of_12_replicas_whatever_the_draw() -> None:
+    """What tests/admin/test_grow.py relies on: 6 partitions at RF 2 over brokers 1-4."""
+    counts = set()
+    for first in range(4):
+        for shift in range(4):
+            assignment = assign_replicas([1, 2, 3, 4], 6, 2, rng=_Draws([first, shift]))
+            counts.add(sum(1 for replicas in assignment.values() if 4 in replicas))
+    assert counts == {2, 3, 4}
+
+
+class _Draws:
+    """``randrange`` answering the given numbers in turn."""
+
+    def __init__(self, values: list[int]) -> None:
+        self._values = iter(values)
+
+    def randrange(self, *_args: int) -> int:
+        return next(self._values)
