@@ -46,11 +46,15 @@ class AsyncDataWatches:
         self._read(path)
 
     def _read(self, path: str) -> None:
+        self._ask(self._client.get_async, path, self._got)
+
+    def _ask(self, call: Callable[..., Any], path: str, then: Callable[[str, Any], None]) -> None:
+        """``call(path)`` with our watch, ``then(path, result)`` on kazoo's callback thread."""
         try:
-            result = self._client.get_async(path, watch=self._on_event)
+            result = call(path, watch=self._on_event)
         except _DISCONNECTED:
             return
-        result.rawlink(lambda done: self._got(path, done))
+        result.rawlink(lambda done: then(path, done))
 
     def _on_event(self, event: WatchedEvent) -> None:
         if event.path in self._callbacks:
@@ -79,11 +83,7 @@ class AsyncDataWatches:
             self._callbacks.pop(path, None)
 
     def _watch_creation(self, path: str) -> None:
-        try:
-            result = self._client.exists_async(path, watch=self._on_event)
-        except _DISCONNECTED:
-            return
-        result.rawlink(lambda done: self._created_meanwhile(path, done))
+        self._ask(self._client.exists_async, path, self._created_meanwhile)
 
     def _created_meanwhile(self, path: str, done: Any) -> None:
         try:

@@ -380,14 +380,11 @@ class ReplicaManager:
             return defer.succeed(read)
         purgatory = self.replica_fetches if follower else self.fetches
         d = purgatory.wait(keys, min_bytes - read.size, max_wait_ms)
-        if key is None:
-            return d.addCallback(lambda _: self._read(wanted, max_bytes, follower))
-        assert context is not None
-        return d.addCallback(lambda _: self._read_again(replica_id, context.wanted(), max_bytes))
+        return d.addCallback(lambda _: self._read_again(replica_id, context.wanted() if context else wanted, max_bytes))
 
     def _read_again(self, replica_id: int, wanted: list[FetchWanted], max_bytes: int) -> FetchResult:
-        """A session's read after its long poll: what it wants now (a rescan's partitions are
-        the follower's positions again, which keeps its caught-up times fresh)."""
+        """The read after a long poll: what the fetch wants now (a session's rescan names the
+        follower's positions again, which keeps its caught-up times fresh)."""
         if replica_id >= 0:
             self._record_follower_positions(replica_id, wanted)
         return self._read(wanted, max_bytes, replica_id >= 0)
