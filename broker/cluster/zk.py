@@ -427,8 +427,14 @@ class ZkClient:
 
     def topic_assignment(self, name: str) -> dict[int, list[int]] | None:
         """Partition -> replica list of a topic, or None if the topic does not exist."""
+        found = self.versioned_topic_assignment(name)
+        return None if found is None else found[0]
+
+    def versioned_topic_assignment(self, name: str) -> tuple[dict[int, list[int]], int] | None:
+        """``topic_assignment`` and the zxid of its last change, which orders reads that finish out of
+        order (across a deletion and re-creation too, unlike the znode's version)."""
         found = self.read(TopicZNode.path(name), retry=True)
-        return None if found is None else TopicZNode.decode(found[0])
+        return None if found is None else (TopicZNode.decode(found[0]), found[1].mzxid)
 
     def set_topic_assignment(self, name: str, assignment: Mapping[int, Sequence[int]]) -> None:
         """Replace a topic's assignment (adding partitions, reassignment)."""

@@ -292,7 +292,7 @@ class Broker:
                 log.info("topic {topic} was deleted", topic=topic)
                 self.replicas.remove_topic(topic)
             return
-        self.replicas.apply_topic(topic, found.assignment, found.config)
+        self.replicas.apply_topic(topic, found.assignment, found.config, found.zxid)
         for partition, state in found.states.items():
             self.replicas.apply_state(topic, partition, state)
 

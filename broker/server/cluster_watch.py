@@ -69,12 +69,12 @@ class ClusterWatch:
             if self._stopped or self._generations.get(topic) != gen:
                 return False
             if data is not None:
-                self.broker.reactor.callFromThread(self._on_assignment, topic, gen, TopicZNode.decode(data))
+                self.broker.reactor.callFromThread(self._on_assignment, topic, gen, TopicZNode.decode(data), stat.mzxid)
             return None
 
         self.zk.watch_topic(topic, on_data)
 
-    def _on_assignment(self, topic: str, gen: int, assignment: dict[int, list[int]]) -> None:
+    def _on_assignment(self, topic: str, gen: int, assignment: dict[int, list[int]], zxid: int) -> None:
         if self._generations.get(topic) != gen:
             return
         d = threads.deferToThread(self.zk.topic_config, topic)
@@ -82,7 +82,7 @@ class ClusterWatch:
         def apply(config: dict[str, str]) -> Any:
             if self._generations.get(topic) != gen:
                 return None
-            self.broker.replicas.apply_topic(topic, assignment, config)
+            self.broker.replicas.apply_topic(topic, assignment, config, zxid)
             new = [p for p in assignment if (topic, gen, p) not in self._state_watched]
             self._state_watched.update((topic, gen, p) for p in new)
             if new:

@@ -118,17 +118,28 @@ class ReplicaManager:
         self.now_ms = millis(self.clock)
         self._session_lost_warned_at = float("-inf")
         self.topic_overrides: dict[str, dict[str, str]] = {}  # each topic's /config/topics overrides
+        self.assignment_zxids: dict[str, int] = {}  # zxid of each topic's assignment applied last
 
     # -- topics -----------------------------------------------------------------------------
 
-    def apply_topic(self, topic: str, assignment: dict[int, list[int]], overrides: dict[str, str]) -> None:
+    def apply_topic(
+        self, topic: str, assignment: dict[int, list[int]], overrides: dict[str, str], zxid: int | None = None
+    ) -> None:
         """Record a topic's partitions (keeping known leaders) and create the hosted logs. The
         logs take the topic's config when it is first seen (logs loaded at start were opened with
-        the broker defaults) and whenever its overrides change (a dynamic topic config)."""
+        the broker defaults) and whenever its overrides change (a dynamic topic config).
+
+        ``zxid`` is the assignment's last change: an assignment read before the one applied last
+        (a config change's re-read finishing after a reassignment's watch) keeps the newer one."""
         config = self.base_config.with_overrides(overrides) if overrides else self.base_config
         changed = self.topic_overrides.get(topic) != overrides
         self.topic_overrides[topic] = dict(overrides)
         known = self.metadata.topics.get(topic, {})
+        if zxid is not None:
+            if zxid < self.assignment_zxids.get(topic, -1):
+                assignment = {index: info.replicas for index, info in known.items()}
+            else:
+                self.assignment_zxids[topic] = zxid
         partitions: dict[int, PartitionInfo] = {}
         for index, replicas in sorted(assignment.items()):
             info = known.get(index) or PartitionInfo(topic, index, list(replicas))
@@ -179,6 +190,7 @@ class ReplicaManager:
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic and delete its local logs."""
         self.topic_overrides.pop(topic, None)
+        self.assignment_zxids.pop(topic, None)
         for partition in list(self.metadata.topics.get(topic, {})):
             tp = (topic, partition)
             self._stop_role(tp)

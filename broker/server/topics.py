@@ -37,6 +37,7 @@ class FoundTopic(NamedTuple):
     assignment: dict[int, list[int]]
     config: dict[str, str]
     states: dict[int, PartitionState | None]
+    zxid: int  # of the assignment's last change
 
 
 def validate_topic_name(name: str) -> None:
@@ -54,11 +55,11 @@ def validate_topic_name(name: str) -> None:
 def read_topic(zk: ZkClient, name: str) -> FoundTopic | None:
     """A topic's assignment, config overrides and partition states (None where the controller
     has not written one yet), or None if the topic does not exist. Reads only."""
-    assignment = zk.topic_assignment(name)
-    if assignment is None:
+    found = zk.versioned_topic_assignment(name)
+    if found is None:
         return None
-    states = {index: zk.partition_state(name, index) for index in assignment}
-    return FoundTopic(assignment, zk.topic_config(name), states)
+    assignment, zxid = found
+    return FoundTopic(assignment, zk.topic_config(name), zk.partition_states(name, assignment), zxid)
 
 
 def wait_for_leaders(zk: ZkClient, name: str, partitions: list[int] | None = None, timeout_s: float = STATE_WAIT_S) -> None:
