@@ -14,6 +14,7 @@ Leader choice lives in ``elect_leader``, a pure function.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -91,6 +92,8 @@ class Controller:
         self._stopped = threading.Event()
         self._topic_watches: set[str] = set()
         self._shutting_down: set[int] = set()
+        self._tickets = itertools.count(1)  # orders queued reconcile events against the passes that ran
+        self._reconciled_from = 0  # the ticket a whole pass last started at
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -100,10 +103,10 @@ class Controller:
         self.zk.add_new_session_callback(lambda: self._events.put(("elect",)))
         self._thread.start()
         self.zk.watch_controller(self._on_controller_node)
-        self.zk.watch_brokers(lambda _ids: self._events.put(("reconcile",)))
+        self.zk.watch_brokers(lambda _ids: self._events.put(("reconcile", next(self._tickets))))
         self.zk.watch_topics(lambda _names: self._events.put(("topics",)))
         self.zk.watch_topic_deletions(self._on_topic_deletions)
-        self.zk.watch_controlled_shutdowns(lambda _ids: self._events.put(("reconcile",)))
+        self.zk.watch_controlled_shutdowns(lambda _ids: self._events.put(("reconcile", next(self._tickets))))
         self.zk.watch_data(ReassignPartitionsZNode.path(), self._on_reassignment_node)
         if self.auto_rebalance:
             threading.Thread(target=self._rebalance_timer, name="leader-rebalance", daemon=True).start()
@@ -227,7 +230,7 @@ class Controller:
             if self._stopped.is_set() or self.epoch != epoch or data is None:
                 self._topic_watches.discard(topic)
                 return False
-            self._events.put(("topic", topic))
+            self._events.put(("topic", topic, next(self._tickets)))
             return None
 
         self.zk.watch_topic(topic, on_change)
@@ -242,11 +245,19 @@ class Controller:
         shutting = self.zk.brokers_shutting_down()
         return live, shutting & live
 
-    def _reconcile_all(self) -> None:
+    def _reconcile_all(self, queued: int | None = None) -> None:
+        """A pass over every partition; skipped for an event (a broker gone, whose session's expiry
+        also elected us) queued before a whole pass that has started since, which saw its cause."""
+        if queued is not None and queued < self._reconciled_from:
+            return
+        self._reconciled_from = next(self._tickets)
         self._reconcile_topics(self.zk.all_topics())
 
-    def _reconcile_topic(self, topic: str) -> None:
-        self._reconcile_topics([topic])
+    def _reconcile_topic(self, topic: str, queued: int) -> None:
+        """A topic's assignment changed (or its watch was just set): skipped when a whole pass has
+        started since (becoming controller sets every topic's watch, then reconciles all)."""
+        if queued > self._reconciled_from:
+            self._reconcile_topics([topic])
 
     def _reconcile_topics(self, topics: Iterable[str]) -> None:
         live, shutting = self._live()
@@ -268,7 +279,10 @@ class Controller:
 
     def _write_all(self, pending: list[tuple[Any, ...]], brokers: _Brokers) -> None:
         """The pass's state changes, pipelined (a failover moving 3,000 leaders waits for one round
-        trip, not 3,000); a change whose znode moved on meanwhile is reconciled again on its own."""
+        trip, not 3,000), new leaders first as in Kafka (a partition without a leader is unavailable,
+        a dead broker left in an ISR is not); a change whose znode moved on meanwhile is reconciled
+        again on its own."""
+        pending.sort(key=lambda change: change[4] == change[3].leader)  # (replicas, topic, partition, state, leader, ...)
         changes = [PartitionStateChange(topic, partition, leader, epoch, isr, state.zk_version)
                    for _, topic, partition, state, leader, epoch, isr, _ in pending]
         for (replicas, topic, partition, state, leader, epoch, isr, why), ok in zip(

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, UnimplementedError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from broker.cluster.async_watches import AsyncDataWatches
+from broker.cluster.multi_read import MAX_PATHS, multi_get_async
 from broker.cluster.zkdata import (
     BASE_PATHS,
     AclChangeZNode,
@@ -134,6 +135,7 @@ class ZkClient:
         self._stopping = False
         self._zk.add_listener(self._on_state)
         self._async_watches = AsyncDataWatches(self._zk)  # the partition states' watches
+        self._multi_read = True  # until the server refuses multiRead (ZooKeeper before 3.6)
 
     @classmethod
     def from_config(cls, config: Any) -> ZkClient:
@@ -564,9 +566,33 @@ class ZkClient:
                 if self.create(path, data):
                     return 0
 
-    def set_partition_states(self, changes: Sequence[PartitionStateChange], controller_epoch: int) -> list[bool]:
+    def set_partition_states(
+        self, changes: Sequence[PartitionStateChange], controller_epoch: int, chunk: int = 500
+    ) -> list[bool]:
         """``set_partition_state`` of many partitions, each only if its state is still at the change's
-        zk version; the writes pipelined. True per change written, False where the version moved on."""
+        zk version: True per change written, False where the version moved on. ``chunk`` changes per
+        ZooKeeper transaction, the transactions pipelined (a failover's 10,000 changes: 20 requests
+        for ZooKeeper to log, not 10,000); a transaction refused as a whole (one state moved on
+        meanwhile) is written again change by change."""
+        pending = []
+        for i in range(0, len(changes), chunk):
+            t = self._zk.transaction()
+            for c in changes[i : i + chunk]:
+                t.set_data(TopicPartitionStateZNode.path(c.topic, c.partition),
+                           TopicPartitionStateZNode.encode(c.leader, c.leader_epoch, c.isr, controller_epoch), c.version)
+            pending.append((changes[i : i + chunk], t.commit_async()))
+        written: list[bool] = []
+        for part, result in pending:
+            try:
+                ok = not any(isinstance(r, Exception) for r in result.get())
+            except Exception:  # the connection dropped meanwhile: written again below, with retries
+                ok = False
+            written.extend([True] * len(part) if ok else self._set_partition_states_one_by_one(part, controller_epoch))
+        return written
+
+    def _set_partition_states_one_by_one(
+        self, changes: Sequence[PartitionStateChange], controller_epoch: int
+    ) -> list[bool]:
         pending = []
         for c in changes:
             data = TopicPartitionStateZNode.encode(c.leader, c.leader_epoch, c.isr, controller_epoch)
@@ -597,8 +623,31 @@ class ZkClient:
         return 0
 
     def partition_states(self, topic: str, partitions: Iterable[int]) -> dict[int, PartitionState | None]:
-        """``partition_state`` of many partitions of a topic, the reads pipelined (one round trip's
-        wait for all of them, not one each)."""
+        """``partition_state`` of many partitions of a topic: ``MAX_PATHS`` per multiRead, the
+        requests pipelined (10,000 states: 0.05 s, not 1-2 s of one ``get`` each); a chunk whose
+        request fails (a server before 3.6, a dropped connection) is read path by path."""
+        wanted = list(partitions)
+        chunks = [wanted[i : i + MAX_PATHS] for i in range(0, len(wanted), MAX_PATHS)]
+        pending = [(chunk, multi_get_async(self._zk, [TopicPartitionStateZNode.path(topic, p) for p in chunk]))
+                   for chunk in chunks if self._multi_read]
+        found: dict[int, PartitionState | None] = {}
+        for chunk, result in pending:
+            try:
+                answers = result.get()
+            except UnimplementedError:
+                self._multi_read = False
+                continue
+            except Exception:  # the connection dropped meanwhile: read path by path below
+                continue
+            for partition, answer in zip(chunk, answers):
+                if isinstance(answer, NoNodeError):
+                    found[partition] = None
+                elif not isinstance(answer, Exception):
+                    found[partition] = TopicPartitionStateZNode.decode(answer[0] or b"", answer[1].version)
+        found.update(self._partition_states_one_by_one(topic, [p for p in wanted if p not in found]))
+        return found
+
+    def _partition_states_one_by_one(self, topic: str, partitions: list[int]) -> dict[int, PartitionState | None]:
         pending = [(p, self._zk.get_async(TopicPartitionStateZNode.path(topic, p))) for p in partitions]
         found: dict[int, PartitionState | None] = {}
         for partition, result in pending:

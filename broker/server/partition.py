@@ -28,7 +28,6 @@ from broker.protocol.errors import (
 )
 from broker.protocol.records import iter_batches
 from broker.protocol.records import layout as batch
-from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.log import AppendResult, PartitionLog
 
 log = Logger()
@@ -92,7 +91,7 @@ class Partition:
         self.me = broker_id
         self._listener = listener
         self._now_ms = now_ms
-        self.epochs = LeaderEpochCache(log_.dir, log_.log_end_offset)
+        self.epochs = log_.leader_epochs
         self.role = OFFLINE
         self.replicas: list[int] = []
         self.leader = -1

@@ -33,6 +33,7 @@ from broker.storage.checkpoint import fsync_dir
 from broker.storage.cleaner import CleanableRange, CleanTask, cleanable_range, complete_swaps, must_clean_by, swap_in
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
+from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager, delete_snapshots
 from broker.storage.segment import BatchEntry, LogSegment
 from broker.storage.validator import policy_of, validate_batch
@@ -124,6 +125,7 @@ class PartitionLog:
         self._dir_dirty = False  # files created or removed since the last flush
         self._generation = 0  # bumped by truncation, so a concurrent flush does not over-claim
         self._closed = False
+        self._leader_epochs: LeaderEpochCache | None = None
         # A partition without followers commits what it appends; replication turns this off
         # and moves the high watermark itself.
         self.auto_high_watermark = True
@@ -448,8 +450,19 @@ class PartitionLog:
                 self._rp = min(target, self._leo)
             self._last_flush_ms = now
 
+    @property
+    def leader_epochs(self) -> LeaderEpochCache:
+        """The partition's leader-epoch cache, read on first use (entries past the log end dropped);
+        the log syncs its file before its records."""
+        with self._lock:
+            if self._leader_epochs is None:
+                self._leader_epochs = LeaderEpochCache(self.dir, self._leo)
+            return self._leader_epochs
+
     def _sync(self, segments: list[LogSegment], dir_dirty: bool) -> None:
         try:
+            if self._leader_epochs is not None:
+                self._leader_epochs.sync()
             for seg in segments:
                 seg.sync()
             if dir_dirty:

@@ -259,6 +259,23 @@ def test_new_partition_states_in_transactions_and_pipelined_reads(zk_client: ZkC
     assert not zk_client.kazoo.exists("/brokers/topics/gone")
 
 
+def test_states_are_read_by_multiread_and_written_in_transactions_with_a_fallback_for_each(zk_client: ZkClient) -> None:
+    zk_client.create_topic("many", {p: [1, 2] for p in range(7)})
+    assert zk_client.create_partition_states("many", {p: (1, [1, 2]) for p in range(6)}, controller_epoch=1)
+    by_multiread = zk_client.partition_states("many", range(7))
+    assert zk_client._multi_read  # the server (3.8) served multiRead: no path read one by one
+    zk_client._multi_read = False  # as with a ZooKeeper before 3.6
+    assert zk_client.partition_states("many", range(7)) == by_multiread
+    assert by_multiread[6] is None and by_multiread[0] == PartitionState(1, 0, [1, 2], 1, 0)
+    # three transactions of two; the second refused as a whole (partition 3 moved on), then
+    # written change by change: only partition 3 stays as it was
+    zk_client.set_partition_state("many", 3, leader=2, leader_epoch=1, isr=[2], controller_epoch=1, version=0)
+    changes = [PartitionStateChange("many", p, 2, 1, [2, 1], version=0) for p in range(6)]
+    assert zk_client.set_partition_states(changes, controller_epoch=2, chunk=2) == [True, True, True, False, True, True]
+    after = zk_client.partition_states("many", range(6))
+    assert [after[p].controller_epoch for p in range(6)] == [2, 2, 2, 1, 2, 2]  # type: ignore[union-attr]
+
+
 def test_watch_topics_fires(zk_chroot: str, zk_client: ZkClient) -> None:
     seen: list[list[str]] = []
     cancel = zk_client.watch_topics(seen.append)

@@ -149,3 +149,25 @@ def test_roll_clock_restarts_from_the_first_batch_timestamp(tmp_path) -> None:
     again = open_log(path, clock, segment_ms=10_000, max_message_bytes=100_000)
     again.append(build_batch([b"y"], base_timestamp=clock.now))
     assert again.segment_base_offsets() == [0, 1]
+
+
+def test_a_new_leader_epoch_is_written_at_once_and_synced_before_the_records_of_the_next_flush(tmp_path, monkeypatch) -> None:
+    """KAFKA-15046's order: becoming leader writes the epoch file without an fsync (a killed
+    process still leaves it, renamed whole); the log's flush syncs it before its segments, so a
+    record that survives a power loss has its epoch on disk too."""
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd))
+    log = open_log(tmp_path / "t-0")
+    log.leader_epochs.assign(3, 0)
+    assert synced == []
+    assert (tmp_path / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n3 0\n"
+    log.append(build_batch([b"a"]))
+    log.flush()
+    names = [os.path.basename(p) for p in synced]
+    assert names[0] == "leader-epoch-checkpoint"
+    assert any(n.endswith(".log") for n in names[1:])
+    synced.clear()
+    log.append(build_batch([b"b"]))
+    log.flush()
+    assert "leader-epoch-checkpoint" not in [os.path.basename(p) for p in synced]  # synced once per change
