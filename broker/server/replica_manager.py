@@ -141,6 +141,9 @@ class ReplicaManager:
             else:
                 self.assignment_zxids[topic] = zxid
         partitions: dict[int, PartitionInfo] = {}
+        new_logs = self.logs.get_or_create_all(topic, sorted(
+            index for index, replicas in assignment.items()
+            if self.broker_id in replicas and (topic, index) not in self.partitions), config)
         for index, replicas in sorted(assignment.items()):
             info = known.get(index) or PartitionInfo(topic, index, list(replicas))
             info.replicas = list(replicas)
@@ -151,7 +154,7 @@ class ReplicaManager:
                     self._drop_replica(topic, index)  # reassigned away from this broker
                 continue
             if hosted is None:
-                plog = self.logs.get_or_create(topic, index, config)
+                plog = new_logs[index]
                 self.partitions[(topic, index)] = Partition(topic, index, plog, self.broker_id, self, self.now_ms)
                 if changed:
                     plog.update_config(config)

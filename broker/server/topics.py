@@ -71,7 +71,7 @@ def wait_for_leaders(zk: ZkClient, name: str, partitions: list[int] | None = Non
         if assignment is None:
             return
         wanted = partitions if partitions is not None else list(assignment)
-        states = [zk.partition_state(name, p) for p in wanted]
+        states = zk.partition_states(name, wanted).values()
         if all(s is not None and s.leader >= 0 for s in states):
             return
         time.sleep(0.05)

@@ -63,7 +63,7 @@ def test_flushed_indexes_are_on_disk(tmp_path) -> None:
     log = open_log(path, index_interval_bytes=0)
     for _ in range(10):
         log.append(build_batch([b"x"]))
-    assert os.path.getsize(path / "00000000000000000000.index") == 0  # kept in memory until a flush
+    assert not (path / "00000000000000000000.index").exists()  # kept in memory until a flush, which makes the file
     log.flush()
     assert [rel for rel, _ in read_offset_index_entries(path / "00000000000000000000.index")] == list(range(1, 10))
 
@@ -171,3 +171,21 @@ def test_a_new_leader_epoch_is_written_at_once_and_synced_before_the_records_of_
     log.append(build_batch([b"b"]))
     log.flush()
     assert "leader-epoch-checkpoint" not in [os.path.basename(p) for p in synced]  # synced once per change
+
+
+def test_a_new_log_makes_its_index_files_at_its_first_flush_or_close_and_reopens_without_a_rebuild(tmp_path, caplog) -> None:
+    path = tmp_path / "t-0"
+    log = open_log(path)
+    assert sorted(os.listdir(path)) == ["00000000000000000000.log"]  # a new partition: one file
+    log.close()
+    assert {"00000000000000000000.index", "00000000000000000000.timeindex"} <= set(os.listdir(path))
+    reopened = open_log(path)
+    reopened.append(build_batch([b"a"]))
+    assert read_from(reopened, 0) == [(0, b"a")]
+    assert "rebuilding" not in caplog.text
+    killed = open_log(tmp_path / "t-1")  # never flushed, then the process dies: the segment is recovered
+    killed.abandon()
+    recovered = open_log(tmp_path / "t-1", clean=False)
+    recovered.append(build_batch([b"b"]))
+    recovered.flush()
+    assert read_from(recovered, 0) == [(0, b"b")]
