@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Per-request cost and latency of one broker (issue 20): the scenarios where every request is small.
+
+    .venv/bin/python bench/latency.py [--rounds 3] [--batch1-records 100000] [--sync-requests 3000]
+                                      [--e2e-seconds 10] [--burner-cores 0.3] [--json out.json]
+
+A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of one partition.
+Each scenario runs ``--rounds`` times and reports the median (and every round):
+
+1. **batch-1 pipelined**: librdkafka with ``batch.num.messages=1``, ``linger.ms=0``, acks=1,
+   100-byte records, as fast as it goes: records/s, and the broker's CPU per Produce request
+   (its process CPU over the requests it counted, ``logbus_requests_total{api="PRODUCE"}``);
+2. **synchronous produce round trip**: one 100-byte record per Produce v7, the next sent when
+   the answer is in, over a plain socket with the request encoded once (the broker's round trip
+   with no client library in it): p50/p99; and librdkafka's ``produce`` + ``flush`` per record
+   (what an application that waits for each ack sees);
+3. **end to end**: `produce_consume.latency_phase` (a producer with ``linger.ms=0`` paced at
+   10,000 records/s, a consumer process long-polling; receive time - send time): p50/p99/p99.9
+   on a quiet machine, and again with a burner process taking ``--burner-cores`` of a core.
+
+Everything started is stopped on exit. Results to stdout and ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import psutil  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
+from produce_consume import _percentile, latency_phase  # noqa: E402
+
+from broker.client.admin import AdminClient  # noqa: E402
+from broker.client.connection import BrokerConnection  # noqa: E402
+from broker.cluster.local_cluster import LocalCluster  # noqa: E402
+from broker.cluster.net import free_port  # noqa: E402
+from broker.protocol.header import encode_request_header  # noqa: E402
+from broker.protocol.messages import REQUESTS, ApiKey  # noqa: E402
+from broker.protocol.records.batches import encode_batch  # noqa: E402
+
+RECORD = b"x" * 100
+TOPIC = "lat"
+PRODUCE_VERSION = 7
+
+
+def progress(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Broker:
+    """The one broker's CPU and request counters."""
+
+    def __init__(self, pid: int, metrics_port: int) -> None:
+        self.proc = psutil.Process(pid)
+        self.metrics_port = metrics_port
+
+    def cpu_s(self) -> float:
+        t = self.proc.cpu_times()
+        return t.user + t.system
+
+    def requests(self, api: str) -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as answer:
+            for line in answer.read().decode().splitlines():
+                if line.startswith(f'logbus_requests_total{{api="{api}"}}'):
+                    return int(float(line.split()[-1]))
+        return 0
+
+
+def per_request_us(broker: Broker, api: str, cpu0: float, n0: int) -> float | None:
+    requests = broker.requests(api) - n0
+    return round((broker.cpu_s() - cpu0) / requests * 1e6, 1) if requests else None
+
+
+def batch1(bootstrap: str, broker: Broker, records: int) -> dict[str, Any]:
+    """librdkafka, one record per batch and per request, pipelined."""
+    p = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0, "acks": 1,
+                  "enable.idempotence": False, "queue.buffering.max.messages": 1_000_000})
+    p.list_topics(TOPIC, timeout=10)
+    cpu0, n0 = broker.cpu_s(), broker.requests("PRODUCE")
+    me = psutil.Process()
+    mine0 = sum(me.cpu_times()[:2])
+    t0 = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                p.produce(TOPIC, RECORD, partition=0)
+                break
+            except BufferError:
+                p.poll(0.001)
+        p.poll(0)
+    if p.flush(60):
+        raise RuntimeError("batch-1: records left unsent after 60 s")
+    took = time.perf_counter() - t0
+    return {"records_per_s": round(records / took), "broker_us_per_produce": per_request_us(broker, "PRODUCE", cpu0, n0),
+            "produce_requests": broker.requests("PRODUCE") - n0,
+            "broker_cores": round((broker.cpu_s() - cpu0) / took, 2),
+            "producer_cores": round((sum(me.cpu_times()[:2]) - mine0) / took, 2)}  # this process: Python and librdkafka
+
+
+def sync_round_trips(bootstrap: str, broker: Broker, requests: int) -> dict[str, Any]:
+    """One Produce of one record at a time: over a bare socket, then through librdkafka."""
+    body = REQUESTS[ApiKey.PRODUCE].encode_bytes(PRODUCE_VERSION, {
+        "transactional_id": None, "acks": 1, "timeout_ms": 30000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": encode_batch([(None, RECORD, [], 0)])}]}],
+    })
+    frame = encode_request_header(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "latency-bench") + body
+    conn = BrokerConnection.from_address(bootstrap)
+    try:
+        for _ in range(200):  # warm-up
+            conn.send_frame(frame)
+            conn.receive_frame()
+        cpu0, n0 = broker.cpu_s(), broker.requests("PRODUCE")
+        took = []
+        for _ in range(requests):
+            t = time.perf_counter_ns()
+            conn.send_frame(frame)
+            conn.receive_frame()
+            took.append(time.perf_counter_ns() - t)
+        wire_us = per_request_us(broker, "PRODUCE", cpu0, n0)
+    finally:
+        conn.close()
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1, "enable.idempotence": False})
+    p.list_topics(TOPIC, timeout=10)
+    for _ in range(100):
+        p.produce(TOPIC, RECORD, partition=0)
+        p.flush(10)
+    client = []
+    for _ in range(requests // 3):
+        t = time.perf_counter_ns()
+        p.produce(TOPIC, RECORD, partition=0)
+        p.flush(10)
+        client.append(time.perf_counter_ns() - t)
+    took.sort()
+    client.sort()
+    return {"wire_p50_ms": round(_percentile(took, 50) / 1e6, 3), "wire_p99_ms": round(_percentile(took, 99) / 1e6, 3),
+            "broker_us_per_produce": wire_us,
+            "librdkafka_p50_ms": round(_percentile(client, 50) / 1e6, 3),
+            "librdkafka_p99_ms": round(_percentile(client, 99) / 1e6, 3)}
+
+
+def _burn(share: float, stop: Any) -> None:
+    """Child process: busy ``share`` of every 10 ms."""
+    busy, period = share * 0.01, 0.01
+    while not stop.is_set():
+        t = time.perf_counter()
+        while time.perf_counter() - t < busy:
+            pass
+        time.sleep(period - busy)
+
+
+def end_to_end(bootstrap: str, seconds: float, burner: float) -> dict[str, Any]:
+    """A fresh topic each time: the latency consumer reads its topic from offset 0."""
+    topic = f"e2e-{time.monotonic_ns()}"
+    with AdminClient(bootstrap, timeout=30) as admin:
+        admin.create_topic(topic, 1, 1)
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    burn = ctx.Process(target=_burn, args=(burner, stop), daemon=True) if burner else None
+    if burn:
+        burn.start()
+    try:
+        found = latency_phase(bootstrap, topic, 1, 10_000, seconds, alive=lambda: None, linger_ms=0)
+    finally:
+        stop.set()
+        if burn:
+            burn.join(5)
+            if burn.is_alive():
+                burn.kill()
+    return {k: found[k] for k in ("p50_ms", "p99_ms", "p999_ms") if k in found}
+
+
+def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    return {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if all(isinstance(r.get(k), (int, float)) for r in rounds)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batch1-records", type=int, default=100_000)
+    ap.add_argument("--sync-requests", type=int, default=3000)
+    ap.add_argument("--e2e-seconds", type=float, default=10.0)
+    ap.add_argument("--burner-cores", type=float, default=0.3)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    results: dict[str, Any] = {"rounds": args.rounds}
+    with tempfile.TemporaryDirectory(prefix="logbus-latency-") as tmp:
+        cluster = LocalCluster(Path(tmp) / "cluster", progress=lambda line: None)
+        port = free_port()
+        cluster.up(1, metrics_port_base=port)
+        try:
+            b = cluster.brokers[0]
+            broker = Broker(b.pid or 0, port)
+            bootstrap = cluster.bootstrap_servers
+            with AdminClient(bootstrap, timeout=30) as admin:
+                admin.create_topic(TOPIC, 1, 1)
+            scenarios = {
+                "batch1": lambda: batch1(bootstrap, broker, args.batch1_records),
+                "sync": lambda: sync_round_trips(bootstrap, broker, args.sync_requests),
+                "e2e_quiet": lambda: end_to_end(bootstrap, args.e2e_seconds, 0.0),
+                "e2e_burner": lambda: end_to_end(bootstrap, args.e2e_seconds, args.burner_cores),
+            }
+            for name, run in scenarios.items():
+                rounds = []
+                for i in range(args.rounds):
+                    rounds.append(run())
+                    progress(f"{name} round {i + 1}: {rounds[-1]}")
+                results[name] = {"median": median_of(rounds), "rounds": rounds}
+        finally:
+            cluster.down()
+    print(json.dumps(results, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
