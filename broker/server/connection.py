@@ -78,6 +78,7 @@ class KafkaConnection(Protocol):
         self._closed = False
         self._read_closed = False
         self._zero_copy = False
+        self._peer_address: str | None = None
         self.principal = ANONYMOUS  # "User:<name>" once a SASL login succeeds on this connection
 
     def connectionMade(self) -> None:
@@ -88,6 +89,7 @@ class KafkaConnection(Protocol):
         if hasattr(tcp, "setTcpNoDelay"):
             tcp.setTcpNoDelay(True)
         self._zero_copy = supports_zero_copy(transport)
+        self._peer_address = getattr(self._peer(), "host", None)  # the ACLs' host, read once, not per request
         if self.security is not None and self.security.uses_sasl:
             self._login = SaslLogin(self.broker, self.security, self._peer_host())
 
@@ -201,7 +203,7 @@ class KafkaConnection(Protocol):
                 if header.api_key in SASL_KEYS:
                     self._reserve(header, login.handle(header, body))
                     return
-            self.broker.request_peer_host = getattr(self._peer(), "host", None)
+            self.broker.request_peer_host = self._peer_address
             self.broker.request_principal = self.principal
             self.broker.request_listener = self.listener
             try:

@@ -28,7 +28,16 @@ from broker.metrics_text import LATENCY_BUCKETS, Exposition, Histogram
 from broker.protocol.errors import InvalidRecordError
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import Tail, iter_batches
-from broker.protocol.records.layout import CURRENT_MAGIC
+from broker.protocol.records.layout import (
+    CURRENT_MAGIC,
+    HEADER_SIZE,
+    LENGTH_POS,
+    LOG_OVERHEAD,
+    MAGIC_POS,
+    MIN_BATCH_LENGTH,
+    RECORDS_COUNT_POS,
+)
+from broker.protocol.types import INT32
 from broker.storage.cleaner_manager import LogCleanerManager
 
 if TYPE_CHECKING:
@@ -43,11 +52,20 @@ CONTENT_TYPE = _CONTENT_TYPE.encode()
 def count_records(data: Any) -> int:
     """Records in a produce payload: v2 batches by their header count, a legacy message set
     by its entries (a compressed wrapper counts as one). Bytes that do not walk are counted
-    as far as they go: the append that follows refuses them."""
-    n = 0
-    if data:
+    as far as they go: the append that follows refuses them.
+
+    v2 batches are counted from two header fields, without a ``BatchHeader`` each: this runs
+    for every Produce, and the walk was a tenth of a one-record request's cost."""
+    n, pos, end = 0, 0, len(data) if data else 0
+    while end - pos >= HEADER_SIZE and data[pos + MAGIC_POS] == CURRENT_MAGIC:
+        length = INT32.unpack_from(data, pos + LENGTH_POS)[0]
+        if length < MIN_BATCH_LENGTH or pos + length + LOG_OVERHEAD > end:
+            return n
+        n += INT32.unpack_from(data, pos + RECORDS_COUNT_POS)[0]
+        pos += length + LOG_OVERHEAD
+    if end - pos > MAGIC_POS:  # legacy message sets, or a short or odd tail
         try:
-            for _, header in iter_batches(data, Tail.STOP, verify=False):
+            for _, header in iter_batches(data, Tail.STOP, pos=pos, verify=False):
                 n += header.records_count if header.magic >= CURRENT_MAGIC else 1
         except InvalidRecordError:
             pass
