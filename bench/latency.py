@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from produce_consume import _percentile, latency_phase  # noqa: E402
+from signals import stop_cleanly_on_signals  # noqa: E402
 
 from broker.client.admin import AdminClient  # noqa: E402
 from broker.client.connection import BrokerConnection  # noqa: E402
@@ -186,6 +187,7 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_cleanly_on_signals()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--batch1-records", type=int, default=100_000)

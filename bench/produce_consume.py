@@ -59,6 +59,8 @@ RESULTS_DIR = REPO / "bench" / "results"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from signals import stop_cleanly_on_signals  # noqa: E402  (bench/, the script's directory)
+
 RECORD_SIZE = 100
 MIB = 1 << 20
 
@@ -1097,14 +1099,9 @@ class _Done(Exception):
     """Nothing more to measure (--limits-only)."""
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.signal(signal.SIGHUP, _terminate)
+    stop_cleanly_on_signals()
     owns_data = args.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="logbus-bench-", dir="/tmp")) if owns_data else args.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)

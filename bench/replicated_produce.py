@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from produce_consume import CpuMeter, produce_phase  # noqa: E402
+from signals import stop_cleanly_on_signals  # noqa: E402
 
 from broker.cluster.local_cluster import LocalCluster  # noqa: E402
 
@@ -42,6 +43,7 @@ def create_replicated_topic(bootstrap: str, topic: str, partitions: int) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--partitions", type=int, default=6)

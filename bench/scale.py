@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
+from signals import stop_cleanly_on_signals  # noqa: E402
 
 from broker.client.admin import AdminClient  # noqa: E402
 from broker.cluster.local_cluster import LocalCluster  # noqa: E402
@@ -140,6 +141,7 @@ def one_count(partitions: int, rf: int, timeout: float, idle_s: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop_cleanly_on_signals()
     ap = argparse.ArgumentParser(description="partition-count scale benchmark")
     ap.add_argument("--partitions", default="1000,3000,10000", help="comma-separated partition counts")
     ap.add_argument("--rf", type=int, default=3)

@@ -32,6 +32,7 @@ import urllib.request
 from pathlib import Path
 
 from confluent_kafka import Producer
+from signals import stop_cleanly_on_signals
 
 from broker.cluster.local_cluster import LocalCluster
 from broker.cluster.net import free_port
@@ -127,6 +128,7 @@ def one(rate: int, mb: int, partitions: int, home: Path) -> str:
 
 
 def main() -> int:
+    stop_cleanly_on_signals()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="0,4000000,10000000", help="bytes/s, comma-separated (0: no throttle)")
     parser.add_argument("--mb", type=int, default=40, help="MB in the partitions moved")
