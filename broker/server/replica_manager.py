@@ -331,10 +331,11 @@ class ReplicaManager:
 
     def append_records(
         self, acks: int, timeout_ms: int, entries: list[tuple[str, int, Any]]
-    ) -> defer.Deferred[list[AppendOutcome]]:
-        """Append each (topic, partition, records) as the leader; fires with one outcome per
-        entry, in order: at once, or for acks=all once the high watermark covers every append
-        (or its wait ends: timeout, lost leadership)."""
+    ) -> list[AppendOutcome] | defer.Deferred[list[AppendOutcome]]:
+        """Append each (topic, partition, records) as the leader: one outcome per entry, in
+        order; at once (acks 0 and 1, or nothing to wait for), else a Deferred that fires once
+        the high watermark covers every append (or its wait ends: timeout, lost leadership).
+        A small Produce answered at once pays for no Deferred."""
         outcomes: list[AppendOutcome] = []
         waits: list[defer.Deferred[None]] = []
         for topic, partition, records in entries:
@@ -343,7 +344,7 @@ class ReplicaManager:
             if required_offset is not None:
                 waits.append(self.produces.wait((topic, partition), required_offset, timeout_ms).addCallback(outcome.replicated))
         if not waits:
-            return defer.succeed(outcomes)
+            return outcomes
         return defer.gatherResults(waits).addCallback(lambda _: outcomes)
 
     def _append_to_leader(self, topic: str, partition: int, records: Any, acks: int) -> tuple[AppendOutcome, int | None]:

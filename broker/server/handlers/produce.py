@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from twisted.internet import defer
+
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiKey
@@ -42,12 +44,14 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
         entries = [None if i in refused else e for i, e in enumerate(entries)]
     if header.api_version < FIRST_RECORD_BATCH_VERSION:
         entries = _up_converted(broker, entries, refused)
-    d = broker.replicas.append_records(request["acks"], request["timeout_ms"], [e for e in entries if e is not None])
+    appended = broker.replicas.append_records(request["acks"], request["timeout_ms"], [e for e in entries if e is not None])
     if request["acks"] == 0:
         return NO_RESPONSE
-    if refused:
-        d.addCallback(_merged, refused, len(entries))
-    return d.addCallback(lambda outcomes: _response(request, outcomes))
+    if isinstance(appended, defer.Deferred):
+        if refused:
+            appended.addCallback(_merged, refused, len(entries))
+        return appended.addCallback(lambda outcomes: _response(request, outcomes))
+    return _response(request, _merged(appended, refused, len(entries)) if refused else appended)
 
 
 def _up_converted(broker: Broker, entries: list, refused: dict[int, AppendOutcome]) -> list:

@@ -93,7 +93,7 @@ class Replicas:
     def produce(self, topic: str, *values: bytes, acks: int = 1, timeout_ms: int = 30_000) -> defer.Deferred[list[AppendOutcome]]:
         now = int(self.clock.seconds() * 1000)
         batch = encode_batch([(None, v, [], now) for v in values])
-        return self.manager.append_records(acks, timeout_ms, [(topic, 0, batch)])
+        return defer.maybeDeferred(self.manager.append_records, acks, timeout_ms, [(topic, 0, batch)])
 
     def fetch(
         self, topic: str, offset: int, replica_id: int = -1, max_wait_ms: int = 0, min_bytes: int = 1

@@ -110,9 +110,9 @@ def test_requests_to_a_partition_led_elsewhere_are_not_leader(replicas: Replicas
     [outcome] = result_of(replicas.produce("moved", b"x"))
     assert outcome.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert result_of(replicas.fetch("moved", 0)).partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    [unknown] = result_of(replicas.manager.append_records(1, 1000, [("nope", 0, b"x")]))
+    [unknown] = replicas.manager.append_records(1, 1000, [("nope", 0, b"x")])
     assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    [bad_acks] = result_of(replicas.manager.append_records(2, 1000, [("moved", 0, b"x")]))
+    [bad_acks] = replicas.manager.append_records(2, 1000, [("moved", 0, b"x")])
     assert bad_acks.error_code == ErrorCode.INVALID_REQUIRED_ACKS
 
 
