@@ -24,7 +24,6 @@ Everything started is stopped on exit. Results to stdout and ``--json``.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import statistics
 import sys
@@ -41,6 +40,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from produce_consume import _percentile, latency_phase  # noqa: E402
+from reporting import progress, report  # noqa: E402
 from signals import stop_cleanly_on_signals  # noqa: E402
 
 from broker.client.admin import AdminClient  # noqa: E402
@@ -54,10 +54,6 @@ from broker.protocol.records.batches import encode_batch  # noqa: E402
 RECORD = b"x" * 100
 TOPIC = "lat"
 PRODUCE_VERSION = 7
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 class Broker:
@@ -221,9 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = {"median": median_of(rounds), "rounds": rounds}
         finally:
             cluster.down()
-    print(json.dumps(results, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    report(results, args.json)
     return 0
 
 

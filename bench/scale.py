@@ -21,7 +21,6 @@ next count is skipped. Everything started is stopped. Results to stdout and ``--
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -34,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import psutil  # noqa: E402
+from reporting import progress, report  # noqa: E402
 from signals import stop_cleanly_on_signals  # noqa: E402
 
 from broker.client.admin import AdminClient  # noqa: E402
@@ -42,10 +42,6 @@ from broker.cluster.zk import ZkClient  # noqa: E402
 from broker.cluster.zkdata import ControllerZNode  # noqa: E402
 
 OVERRIDES = {"zookeeper.session.timeout.ms": "6000"}
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def led(bootstrap: str, topic: str, live: set[int]) -> int:
@@ -156,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         if run.get("create_to_led_s") is None or run.get("failover_s") is None:
             progress(f"stopping: {count:,} partitions did not finish within {args.timeout:.0f} s")
             break
-    print(json.dumps(results, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    report(results, args.json)
     return 0
 
 
