@@ -288,8 +288,7 @@ class Controller:
         for (replicas, topic, partition, state, leader, epoch, isr, why), ok in zip(
                 pending, self.zk.set_partition_states(changes, self.epoch)):
             if ok:
-                log.info("controller: %s-%d leader %d -> %d (epoch %d), isr %s -> %s (%s)",
-                         topic, partition, state.leader, leader, epoch, state.isr, isr, why)
+                _log_change(topic, partition, state, leader, epoch, isr, why)
             else:
                 self._reconcile(topic, partition, replicas, self.zk.partition_state(topic, partition), brokers)
 
@@ -387,10 +386,7 @@ class Controller:
         self, topic: str, partition: int, state: PartitionState, leader: int, leader_epoch: int, isr: list[int], why: str
     ) -> None:
         self.zk.set_partition_state(topic, partition, leader, leader_epoch, isr, self.epoch, version=state.zk_version)
-        log.info(
-            "controller: %s-%d leader %d -> %d (epoch %d), isr %s -> %s (%s)",
-            topic, partition, state.leader, leader, leader_epoch, state.isr, isr, why,
-        )
+        _log_change(topic, partition, state, leader, leader_epoch, isr, why)
 
     def _rebalance(self) -> None:
         """Give leadership back to preferred replicas that are live and in the ISR."""
@@ -517,8 +513,7 @@ class Controller:
         for (change, state, step), ok in zip(steps, self.zk.set_partition_states([c for c, _, _ in steps], self.epoch)):
             if not ok:
                 continue  # the state moved meanwhile: the next pass reads it again
-            log.info("controller: %s-%d leader %d -> %d (epoch %d), isr %s -> %s (%s)", change.topic, change.partition,
-                     state.leader, change.leader, change.leader_epoch, state.isr, change.isr, step.why)
+            _log_change(change.topic, change.partition, state, change.leader, change.leader_epoch, change.isr, step.why)
             if step.done:
                 finished.add((change.topic, change.partition))
         remaining = {tp: target for tp, target in wanted.items() if tp not in finished}
@@ -578,6 +573,13 @@ class _Brokers:
     shutting: set[int]
     leader_counts: dict[int, int]
     unclean: dict[str, bool] = field(default_factory=dict)  # unclean.leader.election.enable per topic, read once
+
+
+def _log_change(topic: str, partition: int, before: PartitionState, leader: int, leader_epoch: int, isr: list[int],
+                why: str) -> None:
+    """The one line a written state change leaves in the log."""
+    log.info("controller: %s-%d leader %d -> %d (epoch %d), isr %s -> %s (%s)",
+             topic, partition, before.leader, leader, leader_epoch, before.isr, isr, why)
 
 
 def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]]) -> dict[int, int]:

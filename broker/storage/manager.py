@@ -136,9 +136,7 @@ class LogManager:
         created_in: set[str] = set()
         with self._lock:
             self._check_open()
-            counts = {d: 0 for d in self.log_dirs}
-            for d in self._dir_of.values():
-                counts[d] += 1
+            counts: dict[str, int] | None = None  # logs per directory, counted once a log is to be made
             try:
                 for partition in partitions:
                     key = (topic, partition)
@@ -148,7 +146,11 @@ class LogManager:
                         continue
                     if partition < 0:
                         raise ValueError(f"partition {partition} is negative")
-                    directory = min(self.log_dirs, key=lambda d: counts[d])
+                    if counts is None:
+                        counts = {d: 0 for d in self.log_dirs}
+                        for d in self._dir_of.values():
+                            counts[d] += 1
+                    directory = min(self.log_dirs, key=counts.__getitem__)
                     found[partition] = self._logs[key] = PartitionLog.open(
                         os.path.join(directory, f"{topic}-{partition}"),
                         config or self.topic_configs.get(topic, self.default_config),
