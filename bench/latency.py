@@ -2,10 +2,16 @@
 """Per-request cost and latency of one broker (issue 20): the scenarios where every request is small.
 
     .venv/bin/python bench/latency.py [--rounds 3] [--batch1-records 100000] [--sync-requests 3000]
-                                      [--e2e-seconds 10] [--burner-cores 0.3] [--json out.json]
+                                      [--e2e-seconds 10] [--burner-cores 0.3] [--costs-seconds 2]
+                                      [--only costs,batch1,...] [--json out.json]
 
-A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of one partition.
-Each scenario runs ``--rounds`` times and reports the median (and every round):
+A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of one partition
+(and one of 1,000 for Metadata). Each scenario runs ``--rounds`` times and reports the median
+(and every round):
+
+0. **costs**: the broker's CPU per request by API and size (Produce of 1, 100 and 1,000
+   records, Fetch of one batch and of 1 MiB, Metadata of 1 and 1,000 partitions, ApiVersions):
+   one request encoded once and sent pipelined, 64 in flight, over a bare socket;
 
 1. **batch-1 pipelined**: librdkafka with ``batch.num.messages=1``, ``linger.ms=0``, acks=1,
    100-byte records, as fast as it goes: records/s, and the broker's CPU per Produce request
@@ -147,6 +153,65 @@ def sync_round_trips(bootstrap: str, broker: Broker, requests: int) -> dict[str,
             "librdkafka_p99_ms": round(_percentile(client, 99) / 1e6, 3)}
 
 
+COSTS_TOPIC = "lat-wide"
+COSTS_PARTITIONS = 1000
+
+
+def _produce_frame(records: int) -> bytes:
+    batch = encode_batch([(None, RECORD, [], i) for i in range(records)])
+    body = REQUESTS[ApiKey.PRODUCE].encode_bytes(PRODUCE_VERSION, {
+        "transactional_id": None, "acks": 1, "timeout_ms": 30000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
+    return encode_request_header(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "latency-bench") + body
+
+
+def _fetch_frame(max_bytes: int) -> bytes:
+    body = REQUESTS[ApiKey.FETCH].encode_bytes(11, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": 0,
+        "session_id": 0, "session_epoch": -1, "rack_id": "",
+        "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}]}]})
+    return encode_request_header(ApiKey.FETCH, 11, 1, "latency-bench") + body
+
+
+def _metadata_frame(topic: str) -> bytes:
+    body = REQUESTS[ApiKey.METADATA].encode_bytes(8, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+    return encode_request_header(ApiKey.METADATA, 8, 1, "latency-bench") + body
+
+
+def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
+    """The broker's CPU per request by API and size: one request encoded once, sent pipelined
+    (64 in flight) over a bare socket for ``seconds``, so the client's cost is not in it."""
+    cases = {
+        "PRODUCE 1 record": ("PRODUCE", _produce_frame(1)),
+        "PRODUCE 100 records": ("PRODUCE", _produce_frame(100)),
+        "PRODUCE 1,000 records": ("PRODUCE", _produce_frame(1000)),
+        "FETCH 1 batch": ("FETCH", _fetch_frame(1)),
+        "FETCH 1 MiB": ("FETCH", _fetch_frame(1 << 20)),
+        "METADATA 1 partition": ("METADATA", _metadata_frame(TOPIC)),
+        f"METADATA {COSTS_PARTITIONS:,} partitions": ("METADATA", _metadata_frame(COSTS_TOPIC)),
+        "API_VERSIONS": ("API_VERSIONS", encode_request_header(ApiKey.API_VERSIONS, 2, 1, "latency-bench")),
+    }
+    found: dict[str, Any] = {}
+    conn = BrokerConnection.from_address(bootstrap)
+    try:
+        for label, (api, frame) in cases.items():
+            window = 64
+            for _ in range(window):  # warm-up
+                conn.send_frame(frame)
+            for _ in range(window):
+                conn.receive_frame()
+            cpu0, n0 = broker.cpu_s(), broker.requests(api)
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                conn.send_raw((len(frame).to_bytes(4, "big") + frame) * window)
+                for _ in range(window):
+                    conn.receive_frame()
+            found[label] = per_request_us(broker, api, cpu0, n0)
+    finally:
+        conn.close()
+    return found
+
+
 def _burn(share: float, stop: Any) -> None:
     """Child process: busy ``share`` of every 10 ms."""
     busy, period = share * 0.01, 0.01
@@ -182,6 +247,9 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if all(isinstance(r.get(k), (int, float)) for r in rounds)}
 
 
+SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner")
+
+
 def main(argv: list[str] | None = None) -> int:
     stop_cleanly_on_signals()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -190,8 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sync-requests", type=int, default=3000)
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--burner-cores", type=float, default=0.3)
+    ap.add_argument("--costs-seconds", type=float, default=2.0, help="per API and size in the per-request cost table")
+    ap.add_argument("--only", help="comma-separated scenarios: costs,batch1,sync,e2e_quiet,e2e_burner (default: all)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    chosen = args.only.split(",") if args.only else list(SCENARIOS)
+    unknown = sorted(set(chosen) - set(SCENARIOS))
+    if unknown:
+        ap.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
     results: dict[str, Any] = {"rounds": args.rounds}
     with tempfile.TemporaryDirectory(prefix="logbus-latency-") as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", progress=lambda line: None)
@@ -203,13 +277,16 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap = cluster.bootstrap_servers
             with AdminClient(bootstrap, timeout=30) as admin:
                 admin.create_topic(TOPIC, 1, 1)
+                admin.create_topic(COSTS_TOPIC, COSTS_PARTITIONS, 1)
             scenarios = {
+                "costs": lambda: api_costs(bootstrap, broker, args.costs_seconds),
                 "batch1": lambda: batch1(bootstrap, broker, args.batch1_records),
                 "sync": lambda: sync_round_trips(bootstrap, broker, args.sync_requests),
                 "e2e_quiet": lambda: end_to_end(bootstrap, args.e2e_seconds, 0.0),
                 "e2e_burner": lambda: end_to_end(bootstrap, args.e2e_seconds, args.burner_cores),
             }
-            for name, run in scenarios.items():
+            for name in chosen:
+                run = scenarios[name]
                 rounds = []
                 for i in range(args.rounds):
                     rounds.append(run())

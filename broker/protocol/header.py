@@ -10,13 +10,16 @@ the versions it may use.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.messages import REQUESTS, RESPONSES
+from broker.protocol.schema import MessageSchema
 from broker.protocol.types import INT32, BytesLike, Reader, Writer
 
 _FIXED = struct.Struct(">hhi")
+_FIXED_AND_ID_LENGTH = struct.Struct(">hhih")  # the fixed fields and client_id's int16 length
 
 
 class RequestHeader(NamedTuple):
@@ -35,7 +38,28 @@ class ResponseHeader(NamedTuple):
 
 
 def decode_request_header(data: BytesLike, offset: int = 0) -> RequestHeader:
-    """Decode the header at ``data[offset:]``; ProtocolDecodeError if it is short or malformed."""
+    """Decode the header at ``data[offset:]``; ProtocolDecodeError if it is short or malformed.
+
+    A header whose client_id fits and decodes, and whose tagged fields (if any) are empty, is
+    read in one struct call; anything else goes the checked way, which says what is wrong."""
+    end = len(data)
+    if end - offset >= _FIXED_AND_ID_LENGTH.size:
+        api_key, api_version, correlation_id, size = _FIXED_AND_ID_LENGTH.unpack_from(data, offset)
+        pos = offset + _FIXED_AND_ID_LENGTH.size
+        if size == -1 or 0 <= size <= end - pos:
+            try:
+                client_id = None if size < 0 else str(data[pos : pos + size], "utf-8")
+            except UnicodeDecodeError:
+                return _decode_request_header_checked(data, offset)
+            pos += max(size, 0)
+            if (api_key, api_version) not in _FLEXIBLE_REQUESTS:
+                return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+            if pos < end and data[pos] == 0:
+                return RequestHeader(api_key, api_version, correlation_id, client_id, pos + 1)
+    return _decode_request_header_checked(data, offset)
+
+
+def _decode_request_header_checked(data: BytesLike, offset: int) -> RequestHeader:
     r = Reader(data, offset)
     api_key, api_version, correlation_id = r.unpack(_FIXED)
     client_id = r.nullable_string()
@@ -44,16 +68,23 @@ def decode_request_header(data: BytesLike, offset: int = 0) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, r.pos)
 
 
+def _flexible(schemas: Mapping[ApiKey, MessageSchema]) -> frozenset[tuple[int, int]]:
+    return frozenset((int(key), v) for key, schema in schemas.items()
+                     for v in range(schema.min_version, schema.max_version + 1) if schema.is_flexible(v))
+
+
+_FLEXIBLE_REQUESTS = _flexible(REQUESTS)
+_FLEXIBLE_RESPONSES = _flexible({key: schema for key, schema in RESPONSES.items() if key != ApiKey.API_VERSIONS})
+
+
 def request_header_flexible(api_key: int, api_version: int) -> bool:
     """Whether the request has header v2 (its version is flexible)."""
-    schema = REQUESTS.get(api_key)  # type: ignore[call-overload]
-    return schema is not None and schema.is_flexible(api_version)
+    return (api_key, api_version) in _FLEXIBLE_REQUESTS
 
 
 def response_header_flexible(api_key: int, api_version: int) -> bool:
     """Whether the response has header v1: a flexible version, except ApiVersions'."""
-    schema = RESPONSES.get(api_key)  # type: ignore[call-overload]
-    return api_key != ApiKey.API_VERSIONS and schema is not None and schema.is_flexible(api_version)
+    return (api_key, api_version) in _FLEXIBLE_RESPONSES
 
 
 def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, NamedTuple
 
+from broker.protocol import codegen
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
 from broker.protocol.types import COMPACT, PRIMITIVES, BytesLike, Reader, Type, Writer
 
@@ -254,8 +255,15 @@ def _label(key: str | tuple[str, ...]) -> str:
     return key if isinstance(key, str) else "(" + ", ".join(key) + ")"
 
 
+_REFERENCE = codegen.Reference(lambda f, version, flexible: _compile_field(f, version, flexible),
+                               lambda fields, version, flexible: compile_struct(fields, version, flexible).min_size)
+
+
 class MessageSchema:
-    """A request or response body, declared once and compiled for each of its versions."""
+    """A request or response body, declared once and compiled for each of its versions: the
+    closures of ``compile_struct`` are the reference; ``decode`` and ``encode`` run straight-line
+    code generated from the same declarations (``broker.protocol.codegen``) on first use of a
+    version, and fall back to the reference for its error on input the generated code refuses."""
 
     def __init__(self, name: str, api_key: int, versions: str, fields: Sequence[Field], flexible: str = "none") -> None:
         self.name = name
@@ -267,6 +275,8 @@ class MessageSchema:
         self.flexible_versions = Versions.parse(flexible)
         self.fields = tuple(fields)
         self._compiled = {v: compile_struct(self.fields, v, v in self.flexible_versions) for v in range(rng.lo, rng.hi + 1)}
+        self._readers: dict[int, codegen.FastRead] = {}
+        self._writers: dict[int, codegen.FastWrite] = {}
 
     def is_flexible(self, version: int) -> bool:
         """Whether ``version`` uses KIP-482's encoding (and request header v2 / response header v1)."""
@@ -287,13 +297,37 @@ class MessageSchema:
                 f"{self.name} v{version} is not supported (v{self.min_version}-{self.max_version})"
             ) from None
 
+    def reader(self, version: int) -> codegen.FastRead:
+        """The generated reader of ``version`` (made on first use)."""
+        read = self._readers.get(version)
+        if read is None:
+            self.compiled(version)  # UnsupportedVersionError outside the declared range
+            read = self._readers[version] = codegen.generate_reader(
+                self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
+        return read
+
+    def writer(self, version: int) -> codegen.FastWrite:
+        """The generated writer of ``version`` (made on first use)."""
+        write = self._writers.get(version)
+        if write is None:
+            self.compiled(version)
+            write = self._writers[version] = codegen.generate_writer(
+                self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
+        return write
+
     def decode(self, version: int, data: BytesLike, offset: int = 0) -> dict:
         """Decode a whole body from ``data[offset:]``; ProtocolDecodeError if it does not fit exactly."""
-        codec = self.compiled(version)
-        r = Reader(data, offset)
-        obj = codec.read(r)
-        trailing = r.end - r.pos
-        if trailing and not (version in self.flexible_versions and not any(r.raw(trailing))):
+        read = self.reader(version)
+        buf = data if not isinstance(data, memoryview) or (data.format == "B" and data.ndim == 1) else data.cast("B")
+        end = len(buf)
+        try:
+            obj, pos = read(buf, offset, end)
+        except Exception:  # refused by the generated code: the reference says why
+            r = Reader(buf, offset)
+            obj = self.compiled(version).read(r)
+            pos = r.pos
+        trailing = end - pos
+        if trailing and not (version in self.flexible_versions and not any(buf[pos:end])):
             # empty tagged-field sections repeated after the body are let through, as Kafka (which
             # never checks for trailing bytes) lets them: librdkafka sends some requests' twice
             raise ProtocolDecodeError(f"{self.name} v{version}: {trailing} trailing bytes")
@@ -302,11 +336,28 @@ class MessageSchema:
     def encode(self, version: int, obj: Mapping[str, Any]) -> list[Any]:
         """Encode ``obj`` as a list of byte chunks and out-of-band record objects (FileSlice)."""
         w = Writer()
+        self._write(version, w, obj)
+        return w.chunks()
+
+    def encode_frame(self, version: int, obj: Mapping[str, Any], header: bytes) -> list[Any]:
+        """A whole frame as chunks: its int32 size, ``header`` (a response header), then ``obj``."""
+        w = Writer()
+        w.buf += bytes(4) + header
+        self._write(version, w, obj)
+        return w.size_prefixed_chunks()
+
+    def _write(self, version: int, w: Writer, obj: Mapping[str, Any]) -> None:
+        write = self.writer(version)
+        mark = w.checkpoint()
+        try:
+            write(w, obj)
+            return
+        except Exception:  # refused by the generated code: the reference says why
+            w.rewind(mark)
         try:
             self.compiled(version).write(w, obj)
         except ProtocolEncodeError as exc:
             raise ProtocolEncodeError(f"{self.name} v{version}: {exc}") from None
-        return w.chunks()
 
     def encode_bytes(self, version: int, obj: Mapping[str, Any]) -> bytes:
         """Encode to one ``bytes``; ProtocolEncodeError if a value would go out of band."""

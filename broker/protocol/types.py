@@ -293,6 +293,28 @@ class Writer:
         self._close_chunk()
         return list(self._chunks)
 
+    def size_prefixed_chunks(self) -> list[Any]:
+        """``chunks()``, its first four bytes (reserved by the caller) set to the int32 size of the rest."""
+        size = len(self.buf) - 4 + sum(
+            c.nbytes if isinstance(c, memoryview) else len(c) if isinstance(c, (bytes, bytearray)) else c.size
+            for c in self._chunks)
+        if self._chunks:
+            self._chunks[0] = INT32.pack(size) + self._chunks[0][4:]
+        else:
+            INT32.pack_into(self.buf, 0, size)
+        return self.chunks()
+
+    def checkpoint(self) -> tuple[bytearray, int, int]:
+        """Where the encoding is now, for ``rewind``."""
+        return self.buf, len(self.buf), len(self._chunks)
+
+    def rewind(self, mark: tuple[bytearray, int, int]) -> None:
+        """Drop everything written since ``checkpoint`` returned ``mark``."""
+        buf, size, chunks = mark
+        del buf[size:]
+        del self._chunks[chunks:]
+        self.buf = buf
+
     def pack(self, st: struct.Struct, *values: Any) -> None:
         self.buf += st.pack(*values)
 

@@ -40,6 +40,7 @@ _SIZE_BYTES = 4
 _READ_BUFFER_SIZE = 256 * 1024
 _LARGE_FRAME = 64 * 1024  # frames this big are received into their own buffer (see _start_large)
 _PENDING = object()
+_FAILED = object()
 _SIZE = struct.Struct(">i")
 
 
@@ -109,7 +110,7 @@ class KafkaConnection(Protocol):
     def readConnectionLost(self) -> None:
         """The client will send nothing more: answer what it asked, then close."""
         self._read_closed = True
-        self._buffer.clear()
+        self._buffer = bytearray()  # not clear(): a frame being handled may still view the old one
         self._close_when_answered()
 
     def writeConnectionLost(self) -> None:
@@ -124,7 +125,7 @@ class KafkaConnection(Protocol):
     def _refuse_more(self) -> None:
         """Read nothing more; close once what was asked is answered (a refused login)."""
         self._read_closed = True
-        self._buffer.clear()
+        self._buffer = bytearray()
         self._large = None
 
     def dataReceived(self, data: bytes) -> None:
@@ -153,7 +154,7 @@ class KafkaConnection(Protocol):
                     self._start_large(buffer, start + _SIZE_BYTES, size)
                     return
                 break
-            frame = buffer[start + _SIZE_BYTES : end]
+            frame = memoryview(buffer)[start + _SIZE_BYTES : end]  # in place: the decoder copies what it keeps
             start = end
             self._handle_frame(frame)
             if self._closed or self._read_closed:
@@ -184,7 +185,7 @@ class KafkaConnection(Protocol):
         self._handle_frame(frame)
         return memoryview(data)[take:]
 
-    def _handle_frame(self, frame: bytearray) -> None:
+    def _handle_frame(self, frame: bytearray | memoryview) -> None:
         login = self._login
         if login is not None and login.raw_tokens:
             self._handle_raw_token(login, bytes(frame))
@@ -228,6 +229,14 @@ class KafkaConnection(Protocol):
             self._fill(answer, slot)
 
     def _reserve(self, header: RequestHeader, result: Any) -> None:
+        if not self._slots and self._login is None and not isinstance(result, defer.Deferred):
+            # answered at once with nothing ahead of it (the common case): no slot to queue
+            parts = self._encoded(header, result)
+            if parts is not _FAILED:
+                if parts:
+                    self._outgoing.extend(parts)
+                self._pump()
+            return
         slot = _Slot(header)
         self._slots.append(slot)
         if isinstance(result, defer.Deferred):
@@ -251,13 +260,21 @@ class KafkaConnection(Protocol):
             slot.parts = [_SIZE.pack(len(response)) + response]
             self._flush_ready()
             return
+        parts = self._encoded(slot.header, response)
+        if parts is not _FAILED:
+            slot.parts = parts
+            self._flush_ready()
+
+    def _encoded(self, header: RequestHeader, response: Any) -> Any:
+        """The response's frame parts (None for no response), or _FAILED after closing."""
+        if self._closed:
+            return _FAILED
         try:
-            slot.parts = None if response is NO_RESPONSE else self.dispatcher.encode_response(slot.header, response)
+            return None if response is NO_RESPONSE else self.dispatcher.encode_response(header, response)
         except Exception:
-            log.failure("encoding response to {header}", header=slot.header)
+            log.failure("encoding response to {header}", header=header)
             self._close("could not encode a response")
-            return
-        self._flush_ready()
+            return _FAILED
 
     def _fail(self, failure: Failure, slot: _Slot) -> None:
         log.failure("handling {header} from {peer}", failure, header=slot.header, peer=self._peer())
@@ -298,7 +315,7 @@ class KafkaConnection(Protocol):
             return
         log.info("closing connection from {peer}: {why}", peer=self._peer(), why=why)
         self._closed = True
-        self._buffer.clear()
+        self._buffer = bytearray()
         self._large = None
         transport: Any = self.transport
         transport.loseConnection()

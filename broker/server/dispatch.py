@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 NO_RESPONSE = object()
 """Returned by a handler when the client expects no answer (produce with acks=0)."""
 
-_RESPONSE_PREFIX = struct.Struct(">ii")
+_CORRELATION_ID = struct.Struct(">i")
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,13 @@ class Dispatcher:
 
     def __init__(self, handlers: list[Handler]) -> None:
         self.handlers: dict[int, Handler] = {handler.api_key: handler for handler in handlers}
+        self._supported = {h.api_key: (h.min_version, h.max_version) for _, h in sorted(self.handlers.items())}
         self.metrics: Any = None  # a broker.server.metrics.BrokerMetrics, set by the Broker
 
     def supported_versions(self) -> dict[ApiKey, tuple[int, int]]:
-        return {h.api_key: (h.min_version, h.max_version) for _, h in sorted(self.handlers.items())}
+        """(min, max) served per API, by key: what ApiVersions answers (the table is fixed at start)."""
+        return self._supported
+
 
     def dispatch(self, broker: Broker, header: RequestHeader, body: memoryview) -> Any:
         """Answer one request: a response dict, a Deferred of one, or NO_RESPONSE.
@@ -78,12 +81,7 @@ class Dispatcher:
         version (ApiVersions answering a newer client) is answered in v0."""
         handler = self.handlers[header.api_key]
         version = header.api_version if handler.serves(header.api_version) else 0
-        parts = RESPONSES[handler.api_key].encode(version, response)
-        tags = b"\x00" if response_header_flexible(header.api_key, version) else b""  # header v1's tagged fields
-        size = 4 + len(tags) + sum(len(p) if isinstance(p, (bytes, bytearray, memoryview)) else p.size for p in parts)
-        prefix = _RESPONSE_PREFIX.pack(size, header.correlation_id) + tags
-        if parts and isinstance(parts[0], (bytes, bytearray)):
-            parts[0] = prefix + parts[0]
-        else:
-            parts.insert(0, prefix)
-        return parts
+        correlation = _CORRELATION_ID.pack(header.correlation_id)
+        if response_header_flexible(header.api_key, version):
+            correlation += b"\x00"  # header v1's tagged fields
+        return RESPONSES[handler.api_key].encode_frame(version, response, correlation)

@@ -229,11 +229,11 @@ def _render_cleaner(manager: LogCleanerManager, out: Exposition) -> None:
               "(0 when all its inactive segments are clean).", lags)
 
 
+_API_NAMES = {int(key): key.name for key in ApiKey}
+
+
 def _api_name(api_key: int) -> str:
-    try:
-        return ApiKey(api_key).name
-    except ValueError:
-        return str(api_key)
+    return _API_NAMES.get(api_key) or str(api_key)
 
 
 class MetricsResource(resource.Resource):

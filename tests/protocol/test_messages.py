@@ -16,16 +16,9 @@ from hypothesis import strategies as st
 
 from broker.protocol.messages import REQUESTS, RESPONSES, SCHEMA_VERSIONS, ApiKey
 from broker.protocol.schema import MISSING, Field, MessageSchema
+from tests.protocol.strategies import CASE_IDS, CASES, struct_strategy
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
-
-CASES = [
-    (schema, version)
-    for table in (REQUESTS, RESPONSES)
-    for schema in table.values()
-    for version in range(schema.min_version, schema.max_version + 1)
-]
-CASE_IDS = [f"{schema.name}-v{version}" for schema, version in CASES]
 
 EXPECTED_RANGES = {
     ApiKey.PRODUCE: (0, 7), ApiKey.FETCH: (0, 11), ApiKey.LIST_OFFSETS: (0, 5), ApiKey.METADATA: (0, 8),
@@ -48,45 +41,6 @@ def test_tables_cover_every_api():
     for key in ApiKey:
         assert REQUESTS[key].api_key == RESPONSES[key].api_key == key
         assert (RESPONSES[key].min_version, RESPONSES[key].max_version) == EXPECTED_RANGES[key]
-
-
-# --- values drawn from the declarations ------------------------------------------------------
-
-_INTS = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-
-
-def _primitive(type_name: str, nullable: bool):
-    if type_name in _INTS:
-        bits = _INTS[type_name]
-        base = st.integers(-(2**bits), 2**bits - 1)
-    else:
-        base = {
-            "bool": st.booleans(),
-            "string": _TEXT,
-            "bytes": st.binary(max_size=16),
-            "records": st.binary(max_size=40),
-            "uuid": st.uuids(),
-        }[type_name]
-    return st.one_of(st.none(), base) if nullable else base
-
-
-def struct_strategy(fields: tuple[Field, ...], version: int):
-    parts = {}
-    for f in fields:
-        if version not in f.versions:
-            continue
-        nullable = version in f.nullable
-        if f.type in ("[]", "struct"):
-            inner = struct_strategy(f.fields, version)
-            value = st.lists(inner, max_size=3) if f.type == "[]" else inner
-            parts[f.name] = st.one_of(st.none(), value) if nullable else value
-        elif f.type.startswith("[]"):
-            value = st.lists(_primitive(f.type[2:], False), max_size=4)
-            parts[f.name] = st.one_of(st.none(), value) if nullable else value
-        else:
-            parts[f.name] = _primitive(f.type, nullable)
-    return st.fixed_dictionaries(parts)
 
 
 # --- kafka-python's two encoders: JSON-driven classes, and the older hand-written structs ----
