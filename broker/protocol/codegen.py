@@ -7,9 +7,9 @@ same declarations become Python source: one function reads a whole message (nest
 loops, fixed-width runs as one ``struct`` call, strings and record sets sliced in place) and one
 writes it. Generated code handles well-formed input and raises on anything the reference
 refuses (bounds, negative or null lengths, arrays that cannot fit, bad UTF-8, long varints);
-``MessageSchema`` then runs the reference, whose error is the one reported. Rare field types
-(UUIDs aside, arrays of primitives, bytes and record sets on the write side) are delegated to the
-reference's own part. ``tests/protocol/test_codegen.py`` checks that both agree on every version.
+``MessageSchema`` then runs the reference, whose error is the one reported. Arrays of
+primitives, and on the write side bytes and record sets, are delegated to the reference's own
+parts. ``tests/protocol/test_codegen.py`` checks that both agree on every version.
 """
 
 from __future__ import annotations

@@ -255,8 +255,11 @@ def _label(key: str | tuple[str, ...]) -> str:
     return key if isinstance(key, str) else "(" + ", ".join(key) + ")"
 
 
-_REFERENCE = codegen.Reference(lambda f, version, flexible: _compile_field(f, version, flexible),
-                               lambda fields, version, flexible: compile_struct(fields, version, flexible).min_size)
+def _struct_size(fields: Sequence[Field], version: int, flexible: bool) -> int:
+    return compile_struct(fields, version, flexible).min_size
+
+
+_REFERENCE = codegen.Reference(_compile_field, _struct_size)
 
 
 class MessageSchema:
