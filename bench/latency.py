@@ -22,7 +22,10 @@ A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of o
    (what an application that waits for each ack sees);
 3. **end to end**: `produce_consume.latency_phase` (a producer with ``linger.ms=0`` paced at
    10,000 records/s, a consumer process long-polling; receive time - send time): p50/p99/p99.9
-   on a quiet machine, and again with a burner process taking ``--burner-cores`` of a core.
+   on a quiet machine, and again with a burner process taking ``--burner-cores`` of a core;
+4. **beside large**: the synchronous round trips of (2), bare socket, while another process
+   asks for the metadata of the 1,000-partition topic without pause (two requests in flight):
+   p50/p99/p99.9, how long a small request waits behind large ones.
 
 Everything started is stopped on exit. Results to stdout and ``--json``.
 """
@@ -212,6 +215,47 @@ def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
     return found
 
 
+def _large_requests(bootstrap: str, frame: bytes, stop: Any) -> None:
+    """Child process: one large request after another (two in flight) until ``stop``."""
+    conn = BrokerConnection.from_address(bootstrap)
+    try:
+        conn.send_frame(frame)
+        while not stop.is_set():
+            conn.send_frame(frame)
+            conn.receive_frame()
+        conn.receive_frame()
+    finally:
+        conn.close()
+
+
+def beside_large(bootstrap: str, requests: int) -> dict[str, Any]:
+    """Synchronous one-record Produce round trips over a bare socket while another connection
+    asks for the metadata of the 1,000-partition topic without pause: how long a small request
+    waits behind large ones on the one reactor thread."""
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    load = ctx.Process(target=_large_requests, args=(bootstrap, _metadata_frame(COSTS_TOPIC), stop), daemon=True)
+    load.start()
+    frame = _produce_frame(1)
+    conn = BrokerConnection.from_address(bootstrap)
+    took = []
+    try:
+        time.sleep(1.0)  # the load under way
+        for _ in range(requests):
+            t = time.perf_counter_ns()
+            conn.send_frame(frame)
+            conn.receive_frame()
+            took.append(time.perf_counter_ns() - t)
+    finally:
+        conn.close()
+        stop.set()
+        load.join(10)
+        if load.is_alive():
+            load.kill()
+    took.sort()
+    return {f"p{q}_ms": round(_percentile(took, q) / 1e6, 3) for q in (50, 99, 99.9)}
+
+
 def _burn(share: float, stop: Any) -> None:
     """Child process: busy ``share`` of every 10 ms."""
     busy, period = share * 0.01, 0.01
@@ -247,7 +291,7 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if all(isinstance(r.get(k), (int, float)) for r in rounds)}
 
 
-SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner")
+SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner", "beside_large")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--burner-cores", type=float, default=0.3)
     ap.add_argument("--costs-seconds", type=float, default=2.0, help="per API and size in the per-request cost table")
-    ap.add_argument("--only", help="comma-separated scenarios: costs,batch1,sync,e2e_quiet,e2e_burner (default: all)")
+    ap.add_argument("--only", help=f"comma-separated scenarios: {','.join(SCENARIOS)} (default: all)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     chosen = args.only.split(",") if args.only else list(SCENARIOS)
@@ -284,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sync": lambda: sync_round_trips(bootstrap, broker, args.sync_requests),
                 "e2e_quiet": lambda: end_to_end(bootstrap, args.e2e_seconds, 0.0),
                 "e2e_burner": lambda: end_to_end(bootstrap, args.e2e_seconds, args.burner_cores),
+                "beside_large": lambda: beside_large(bootstrap, args.sync_requests),
             }
             for name in chosen:
                 run = scenarios[name]
