@@ -27,10 +27,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
 
     from twisted.internet import reactor
+    from twisted.internet.task import LoopingCall
     from twisted.logger import Logger, globalLogBeginner, textFileLogObserver
 
     from broker.cluster.zk import BrokerIdInUseError
     from broker.server.broker import Broker
+    from broker.server.heap import REFREEZE_INTERVAL_S, collect_and_freeze
 
     globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stdout)], redirectStandardIO=False)
     # kazoo's and our ZooKeeper module's warnings (connection retries, a registration wait) are log
@@ -56,5 +58,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"broker {config.broker_id} failed to start: {exc}") from exc
     reactor.addSystemEventTrigger("before", "shutdown", broker.stop)
     reactor.callWhenRunning(lambda: held_signals and reactor.stop())
+    refreeze = LoopingCall(collect_and_freeze)
+    refreeze.clock = reactor
+    reactor.callWhenRunning(lambda: refreeze.start(REFREEZE_INTERVAL_S, now=True))
     reactor.run()
     return 0
