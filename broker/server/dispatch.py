@@ -6,13 +6,12 @@ declares are exactly what ApiVersions advertises, so the two cannot disagree.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.protocol.errors import ProtocolDecodeError
-from broker.protocol.header import RequestHeader, response_header_flexible
+from broker.protocol.header import RequestHeader, encode_response_header
 from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey
 
 if TYPE_CHECKING:
@@ -20,9 +19,6 @@ if TYPE_CHECKING:
 
 NO_RESPONSE = object()
 """Returned by a handler when the client expects no answer (produce with acks=0)."""
-
-_CORRELATION_ID = struct.Struct(">i")
-
 
 @dataclass(frozen=True)
 class Handler:
@@ -81,7 +77,5 @@ class Dispatcher:
         version (ApiVersions answering a newer client) is answered in v0."""
         handler = self.handlers[header.api_key]
         version = header.api_version if handler.serves(header.api_version) else 0
-        correlation = _CORRELATION_ID.pack(header.correlation_id)
-        if response_header_flexible(header.api_key, version):
-            correlation += b"\x00"  # header v1's tagged fields
-        return RESPONSES[handler.api_key].encode_frame(version, response, correlation)
+        response_header = encode_response_header(header.correlation_id, header.api_key, version)
+        return RESPONSES[handler.api_key].encode_frame(version, response, response_header)
