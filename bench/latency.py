@@ -117,11 +117,7 @@ def batch1(bootstrap: str, broker: Broker, records: int) -> dict[str, Any]:
 
 def sync_round_trips(bootstrap: str, broker: Broker, requests: int) -> dict[str, Any]:
     """One Produce of one record at a time: over a bare socket, then through librdkafka."""
-    body = REQUESTS[ApiKey.PRODUCE].encode_bytes(PRODUCE_VERSION, {
-        "transactional_id": None, "acks": 1, "timeout_ms": 30000,
-        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": encode_batch([(None, RECORD, [], 0)])}]}],
-    })
-    frame = encode_request_header(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "latency-bench") + body
+    frame = _produce_frame(1)
     conn = BrokerConnection.from_address(bootstrap)
     try:
         for _ in range(200):  # warm-up
