@@ -7,6 +7,9 @@
 1. an embedded ZooKeeper and one broker (log dir under --data-dir, default a temp dir);
    a topic of --partitions partitions; --records JSON events of about 200 bytes produced
    with librdkafka (acks=1, lz4 off, linger 20 ms), evenly over the partitions;
+   Before the phases, each slot's Python worker is started and makes the task's imports
+   (``warm_up``, timed apart as ``worker_warmup_s``): the first job of a session pays them,
+   and it would otherwise be the load's alone;
 2. the load: ``Loader.run()`` (plan -> one Spark task per partition range -> fetch with the
    SimpleConsumer -> JSON decode (vectorised: pyarrow's JSON reader per fetched chunk) ->
    Parquet (snappy) -> manifest), wall time, records/s;
@@ -83,6 +86,26 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> 
         if i % 10_000 == 0:
             p.poll(0)
     assert p.flush(300) == 0
+    return time.monotonic() - t0
+
+
+def warm_up(spark) -> float:
+    """Start every slot's Python worker and make the imports a load task makes (pyarrow's first
+    array imports pandas: about a second of CPU per worker here), so that no phase pays them and
+    the phases compare; returns the seconds it took."""
+    def run(_i, items):
+        import pyarrow as pa
+
+        import pipelines.task  # noqa: F401
+        import pipelines.writer  # noqa: F401
+
+        pa.array([0])
+        time.sleep(0.5)  # each slot's task still running when the next starts: one per worker
+        yield len(list(items))
+
+    slots = spark.sparkContext.defaultParallelism
+    t0 = time.monotonic()
+    spark.sparkContext.parallelize(range(slots), slots).mapPartitionsWithIndex(run).collect()
     return time.monotonic() - t0
 
 
@@ -277,7 +300,8 @@ def main(argv=None) -> int:
             "max_range_records": per, "spark": {"master": args.master, "conf": {"spark.driver.memory": "2g"}},
         })
         spark = make_spark(cfg)
-        spark.sparkContext.parallelize([1, 2], 2).count()  # warm up (executor JVM, Python workers)
+        results["worker_warmup_s"] = round(warm_up(spark), 2)
+        progress(f"Python workers started and their imports made in {results['worker_warmup_s']:.1f} s (in no phase)")
         with Loader(cfg, spark=spark) as loader:
             progress("load (plan -> fetch -> decode -> Parquet -> manifest)")
             t0 = time.monotonic()

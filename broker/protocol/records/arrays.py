@@ -20,6 +20,11 @@ from broker.protocol.records.codec import Record, read_headers
 from broker.protocol.records.layout import BatchHeader
 from broker.protocol.types import decode_varint
 
+try:  # built by setup.py where a C compiler exists; the numpy walk below is the reference
+    from broker.protocol.records import fields_c
+except ImportError:  # pragma: no cover - an install without a compiler
+    fields_c = None  # type: ignore[assignment]
+
 __all__ = ["RecordColumns", "read_columns", "read_record_columns", "record_begins", "record_spans", "zigzag_size",
            "zigzag_varints"]
 
@@ -69,19 +74,37 @@ def read_record_columns(buf: bytes | bytearray, start: int, end: int, header: Ba
     return read_columns(buf, [(start, end, header)], min_offset)
 
 
-def read_columns(buf: bytes | bytearray, spans: Sequence[Span], min_offset: int = 0) -> RecordColumns | None:
-    """The records of several v2 batches of one buffer, in one pass of array operations."""
+def read_columns(buf: bytes | bytearray, spans: Sequence[Span], min_offset: int = 0,
+                 compiled: bool = True) -> RecordColumns | None:
+    """The records of several v2 batches of one buffer, in one pass of array operations.
+
+    With ``compiled`` (and the compiled walk built) the fields come from one C pass; input it
+    refuses is read again here, so the errors are the reference's."""
+    counts = np.array([h.records_count for _, _, h in spans], np.int64)
+    fields = _compiled_fields(buf, spans, counts) if compiled and fields_c is not None else None
+    if fields is not None:
+        return _assemble([h for _, _, h in spans], counts, list(fields), min_offset)
     begins: list[int] = []
     for start, end, header in spans:
         begins += record_begins(buf, start, end, header.records_count)
     if not begins:
         return None
     u8 = np.frombuffer(buf, np.uint8)
-    counts = np.array([h.records_count for _, _, h in spans], np.int64)
     try:
         return _columns(u8, np.array(begins, np.int64), spans, counts, min_offset)
     except IndexError as exc:
         raise InvalidRecordError(f"records do not parse: {exc}") from None
+
+
+def _compiled_fields(buf: bytes | bytearray, spans: Sequence[Span], counts: np.ndarray) -> np.ndarray | None:
+    """Every record's fields (a row per name in fields_c.ROWS) from the compiled walk, or None
+    when it refuses the input or there is nothing to walk."""
+    if not len(counts) or (counts <= 0).any():
+        return None
+    fields = np.empty((len(fields_c.ROWS), int(counts.sum())), np.int64)
+    ok = fields_c.read_fields(buf, np.array([s for s, _, _ in spans], np.int64),
+                              np.array([e for _, e, _ in spans], np.int64), counts, fields)
+    return fields if ok else None
 
 
 def _columns(u8: np.ndarray, begins: np.ndarray, spans: Sequence[Span], counts: np.ndarray,
@@ -106,9 +129,19 @@ def _columns(u8: np.ndarray, begins: np.ndarray, spans: Sequence[Span], counts: 
     if not np.array_equal(pos[plain], ends[plain]) or (pos > ends).any():
         bad = int(np.nonzero((plain & (pos != ends)) | (pos > ends))[0][0])
         raise InvalidRecordError(f"the fields of the record at byte {int(begins[bad])} do not match its length")
-    offsets = np.repeat(np.array([h.base_offset for _, _, h in spans], np.int64), counts) + offset_delta
-    stamps = np.repeat(np.array([h.timestamp for _, _, h in spans], np.int64), counts)
-    timestamps = np.where(np.repeat(np.array([h.log_append for _, _, h in spans]), counts), stamps, stamps + ts_delta)
+    return _assemble([h for _, _, h in spans], counts,
+                     (ts_delta, offset_delta, key_at, key_len, value_at, value_len, header_at, ends, header_count),
+                     min_offset)
+
+
+def _assemble(headers: list[BatchHeader], counts: np.ndarray, fields: Sequence[np.ndarray],
+              min_offset: int) -> RecordColumns | None:
+    """The columns from the records' fields (an array each, in fields_c.ROWS order) and their
+    batches' headers, from ``min_offset`` on (None when no record is kept)."""
+    ts_delta, offset_delta, key_at, key_len, value_at, value_len, header_at, ends, header_count = fields
+    offsets = np.repeat(np.array([h.base_offset for h in headers], np.int64), counts) + offset_delta
+    stamps = np.repeat(np.array([h.timestamp for h in headers], np.int64), counts)
+    timestamps = np.where(np.repeat(np.array([h.log_append for h in headers]), counts), stamps, stamps + ts_delta)
     columns = RecordColumns(offsets, timestamps, key_at, key_len, value_at, value_len, header_at, ends, header_count)
     keep = offsets >= min_offset
     if keep.all():

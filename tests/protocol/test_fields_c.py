@@ -1,0 +1,140 @@
+"""The compiled record walk (broker/protocol/records/fields_c.pyx) against its numpy reference.
+
+``arrays.read_columns`` and the loader's ``_binary`` take the compiled path when it is built
+(``make setup`` builds it here: this machine has a C compiler) and the reference otherwise. For
+any batches, and for the same batches with bytes overwritten or cut, both give the same columns
+or the same error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from broker.protocol.records import encode_batch, iter_batches, records_of
+from broker.protocol.records.arrays import RecordColumns, fields_c, read_columns
+from broker.protocol.records.codec import encode_record
+from broker.protocol.records.layout import build_batch
+from broker.protocol.records.walker import Tail
+from broker.protocol.types import encode_varint
+from pipelines.record_columns import _binary
+
+T0 = 1_700_000_000_000
+
+blobs = st.one_of(st.none(), st.binary(max_size=20), st.binary(min_size=120, max_size=200))
+headers = st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=8))), max_size=2)
+record = st.tuples(blobs, blobs, headers, st.integers(-(1 << 40), 1 << 40))
+batches = st.lists(st.lists(record, min_size=1, max_size=12), min_size=1, max_size=4)
+
+
+def _buffer(parts: list[list[tuple]], log_append: bool) -> tuple[bytes, list]:
+    """Uncompressed batches back to back, and each one's (start, end, header) span."""
+    raw, offset = b"", 0
+    for items in parts:
+        raw += encode_batch([(k, v, h, T0 + ts) for k, v, h, ts in items], base_offset=offset,
+                            timestamp_type=int(log_append))
+        offset += len(items) + 2
+    spans = []
+    for pos, header in iter_batches(raw, Tail.STOP):
+        buf, start, end = records_of(raw, pos, header)
+        assert buf is raw
+        spans.append((start, end, header))
+    return raw, spans
+
+
+def _outcome(buf: bytes, spans: list, min_offset: int, compiled: bool) -> tuple:
+    try:
+        columns = read_columns(buf, spans, min_offset, compiled=compiled)
+    except Exception as exc:  # the outcome compared is the error itself
+        return ("error", type(exc).__name__, str(exc))
+    if columns is None:
+        return ("none",)
+    return ("columns", [a.tolist() for a in columns])
+
+
+def test_the_compiled_walk_is_built():
+    assert fields_c is not None, "make setup builds broker/protocol/records/fields_c.pyx (needs gcc and Cython)"
+    # arrays._assemble takes the rows in this order; the last seven are RecordColumns' own
+    assert fields_c.ROWS == ("ts_delta", "offset_delta") + RecordColumns._fields[2:]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=batches, log_append=st.booleans(), skip=st.integers(0, 30))
+def test_same_columns_as_the_reference(parts, log_append, skip):
+    buf, spans = _buffer(parts, log_append)
+    compiled = _outcome(buf, spans, skip, True)
+    assert compiled[0] in ("columns", "none")
+    assert compiled == _outcome(buf, spans, skip, False)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=batches, data=st.data())
+def test_same_outcome_on_damaged_records(parts, data):
+    """Bytes overwritten inside the records, or a span cut short: the same columns or the same error."""
+    buf, spans = _buffer(parts, False)
+    damaged = bytearray(buf)
+    first, last = spans[0][0], spans[-1][1]
+    for _ in range(data.draw(st.integers(1, 3))):
+        damaged[data.draw(st.integers(first, last - 1))] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(spans) - 1))
+        start, end, header = spans[i]
+        spans = spans[:i] + [(start, data.draw(st.integers(start, end)), header)] + spans[i + 1:]
+    assert _outcome(bytes(damaged), spans, 0, True) == _outcome(bytes(damaged), spans, 0, False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.binary(max_size=40)), min_size=1, max_size=30))
+def test_gather_builds_the_same_binary_array(values):
+    buf = b"".join(b"\x00" + (v or b"") for v in values)
+    starts, lengths, pos = [], [], 0
+    for v in values:
+        starts.append(pos + 1)
+        lengths.append(-1 if v is None else len(v))
+        pos += 1 + len(v or b"")
+    starts_a, lengths_a = np.array(starts, np.int64), np.array(lengths, np.int64)
+    u8 = np.frombuffer(buf, np.uint8)
+    compiled = _binary(buf, u8, starts_a, lengths_a)
+    assert compiled.equals(_binary(buf, u8, starts_a, lengths_a, compiled=False))
+    assert compiled.type == pa.binary() and compiled.to_pylist() == values
+
+
+def test_gather_refuses_a_value_outside_the_buffer():
+    buf = b"abcdef"
+    offsets, data = np.empty(2, np.int32), np.empty(4, np.uint8)
+    assert not fields_c.gather(buf, np.array([4], np.int64), np.array([4], np.int64), offsets, data)
+    assert fields_c.gather(buf, np.array([2], np.int64), np.array([4], np.int64), offsets, data)
+    assert bytes(data) == b"cdef" and offsets.tolist() == [0, 4]
+
+
+def _framed(body: bytes) -> bytes:
+    return encode_varint(len(body)) + body
+
+
+GOOD = encode_record(0, 5, b"k", b"value", [])
+CRAFTED = {
+    "fields end before the record does": _framed(GOOD[1:] + b"\x00"),
+    "a value past its record": _framed(b"\x00\x0a\x00\x02k\x40vv\x00"),
+    "a key length below -1": _framed(b"\x00\x0a\x00\x03vv\x00"),
+    "a length of zero": b"\x00",
+    "a negative length": b"\x03" + GOOD[1:],
+    "a six-byte length varint": b"\xff\xff\xff\xff\xff\x01" + GOOD[1:],
+    "headers that do not parse": _framed(GOOD[1:-1] + b"\x02\x09"),
+}
+
+
+@pytest.mark.parametrize("damage", list(CRAFTED), ids=list(CRAFTED))
+def test_same_error_on_crafted_records(damage):
+    """Each check of the walk, pinned: a record whose fields disagree with its length is an error
+    from both paths, the same one."""
+    payload = GOOD + CRAFTED[damage] + GOOD
+    raw = build_batch(payload, count=3, base_ts=T0, max_ts=T0)
+    [(pos, header)] = list(iter_batches(raw, Tail.STOP))
+    buf, start, end = records_of(raw, pos, header)
+    reference = _outcome(buf, [(start, end, header)], 0, False)
+    assert _outcome(buf, [(start, end, header)], 0, True) == reference
+    if damage != "headers that do not parse":  # header contents are read later, by RecordColumns.headers
+        assert reference[0] == "error"
