@@ -19,7 +19,17 @@ import uuid as _uuid
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from broker.protocol.types import INT16, INT32, MAX_STRING_LENGTH, PRIMITIVES, Reader, Writer, decode_uvarint, encode_uvarint
+from broker.protocol.types import (
+    INT16,
+    INT32,
+    MAX_STRING_LENGTH,
+    PRIMITIVES,
+    EncodedItems,
+    Reader,
+    Writer,
+    decode_uvarint,
+    encode_uvarint,
+)
 
 FastRead = Callable[[Any, int, int], tuple[dict, int]]
 """(buffer, position, end) -> (the message, the position after it)."""
@@ -52,7 +62,7 @@ class _Source:
         self.names: dict[str, Any] = {
             "_Invalid": _Invalid, "_I16": INT16, "_I32": INT32, "_uvarint": decode_uvarint,
             "_uvarint_bytes": encode_uvarint, "_Reader": Reader, "_UUID": _uuid.UUID,
-            "_MAX_STRING": MAX_STRING_LENGTH,
+            "_MAX_STRING": MAX_STRING_LENGTH, "_Encoded": EncodedItems,
         }
         self._count = 0
 
@@ -242,6 +252,12 @@ def _write_field(src: _Source, d: int, f: Any, value: str) -> None:
     elif f.type == "[]":
         d = _write_null_or(src, d, f, value, wide=True)
         n, item = src.fresh("n"), src.fresh("item")
+        src.emit(d, f"if type({value}) is _Encoded:")  # items written already, in slices
+        src.emit(d + 1, f"{n} = {value}.length")
+        _write_length(src, d + 1, n, wide=True)
+        src.emit(d + 1, f"buf += {value}.data")
+        src.emit(d, "else:")
+        d += 1
         src.emit(d, f"if type({value}) is not list: {value} = list({value})")  # any iterable, once
         src.emit(d, f"{n} = len({value})")
         _write_length(src, d, n, wide=True)

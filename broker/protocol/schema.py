@@ -11,14 +11,14 @@ reads tagged fields past (none are defined here) and writes none.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, NamedTuple
 
 from broker.protocol import codegen
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
-from broker.protocol.types import COMPACT, PRIMITIVES, BytesLike, Reader, Type, Writer
+from broker.protocol.types import COMPACT, PRIMITIVES, BytesLike, EncodedItems, Reader, Type, Writer
 
 MISSING: Any = object()
 _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
@@ -280,6 +280,7 @@ class MessageSchema:
         self._compiled = {v: compile_struct(self.fields, v, v in self.flexible_versions) for v in range(rng.lo, rng.hi + 1)}
         self._readers: dict[int, codegen.FastRead] = {}
         self._writers: dict[int, codegen.FastWrite] = {}
+        self._item_encoders: dict[tuple[int, tuple[str, ...]], Callable[[Iterable[Mapping[str, Any]]], EncodedItems]] = {}
 
     def is_flexible(self, version: int) -> bool:
         """Whether ``version`` uses KIP-482's encoding (and request header v2 / response header v1)."""
@@ -317,6 +318,43 @@ class MessageSchema:
             write = self._writers[version] = codegen.generate_writer(
                 self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
         return write
+
+    def items_encoder(self, version: int, path: Sequence[str]) -> Callable[[Iterable[Mapping[str, Any]]], EncodedItems]:
+        """A function writing items of the array of structs at ``path`` (field names from the top,
+        e.g. ("topics", "partitions")) for ``version``: the value to give that field
+        (``EncodedItems``) when a large message is encoded in slices. Generated like ``writer``;
+        items it refuses are written again by the reference, which says why."""
+        key = (version, tuple(path))
+        encode = self._item_encoders.get(key)
+        if encode is not None:
+            return encode
+        self.compiled(version)
+        flexible = version in self.flexible_versions
+        fields: Sequence[Field] = self.fields
+        for name in path:
+            found = [f for f in fields if f.name == name and version in f.versions and f.type == "[]"]
+            if not found:
+                raise ValueError(f"{self.name} v{version} has no array of structs at {'.'.join(path)}")
+            fields = found[0].fields
+        fast = codegen.generate_writer(f"{self.name}.{'.'.join(path)}", fields, version, flexible, _REFERENCE)
+        reference = compile_struct(fields, version, flexible).write
+
+        def encode_items(items: Iterable[Mapping[str, Any]]) -> EncodedItems:
+            w, count = Writer(), 0
+            for item in items:
+                try:
+                    fast(w, item)
+                except Exception:  # refused by the generated code: the reference says why
+                    reference(Writer(), item)
+                    raise
+                count += 1
+            chunks = w.chunks()
+            if not all(isinstance(c, bytes) for c in chunks):
+                raise ProtocolEncodeError(f"{self.name} v{version}: out-of-band records in {'.'.join(path)}")
+            return EncodedItems(count, b"".join(chunks))
+
+        self._item_encoders[key] = encode_items
+        return encode_items
 
     def decode(self, version: int, data: BytesLike, offset: int = 0) -> dict:
         """Decode a whole body from ``data[offset:]``; ProtocolDecodeError if it does not fit exactly."""

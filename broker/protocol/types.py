@@ -269,6 +269,16 @@ class Reader:
 
 # --- writing ------------------------------------------------------------------------------
 
+class EncodedItems(NamedTuple):
+    """The items of an array of structs, written already by ``MessageSchema.items_encoder`` for
+    the same message, field and version: how many there are and their bytes. Given as that field's
+    value, the array is written as its length and these bytes, so a large answer can be encoded
+    in slices."""
+
+    length: int
+    data: bytes
+
+
 class Writer:
     """Accumulates an encoding; ``chunks()`` returns ``list[bytes | out-of-band object]``."""
 
@@ -440,6 +450,10 @@ class Writer:
         if items is None:
             self.buf.append(0)
             return
+        if type(items) is EncodedItems:
+            self.buf += encode_uvarint(items.length + 1)
+            self.buf += items.data
+            return
         if not isinstance(items, Sized):
             items = list(items)
         self.buf += encode_uvarint(len(items) + 1)
@@ -457,6 +471,10 @@ class Writer:
     def nullable_array(self, items: Iterable[Any] | None, write_item: Callable[[Writer, Any], None]) -> None:
         if items is None:
             self.buf += INT32.pack(NULL_LENGTH)
+            return
+        if type(items) is EncodedItems:
+            self.buf += INT32.pack(items.length)
+            self.buf += items.data
             return
         if not isinstance(items, Sized):
             items = list(items)

@@ -40,6 +40,7 @@ from broker.server.replica_manager import ReplicaManager
 from broker.server.replication_quota import ReplicationQuota
 from broker.server.tls import ServerTlsContext
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
+from broker.server.turns import Turns
 from broker.storage.cleaner import CleanerProcesses
 from broker.storage.cleaner_manager import LogCleanerManager
 from broker.storage.config import LogConfig
@@ -97,6 +98,7 @@ class Broker:
         self.leader_quota = ReplicationQuota(config.leader_replication_throttled_rate)
         self.follower_quota = ReplicationQuota(config.follower_replication_throttled_rate)
         self.metadata = MetadataCache()
+        self.turns = Turns(reactor)  # large answers (Metadata of many partitions) built a slice per reactor turn
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
         self.config_changes = ConfigChangeListener(self)

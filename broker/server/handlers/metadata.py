@@ -10,13 +10,15 @@ unknown one it may not Create (on the cluster or the topic) when it would be aut
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
-from broker.protocol.messages import ApiKey
+from broker.protocol.messages import RESPONSES, ApiKey
+from broker.protocol.types import EncodedItems
 from broker.security.acl import ResourceType
 from broker.security.api_acls import CLUSTER_CREATE, TOPIC_CREATE
 from broker.server.authz import Requester, requester
@@ -28,6 +30,10 @@ if TYPE_CHECKING:
     from broker.server.broker import Broker
 
 UNKNOWN_AUTHORIZED_OPERATIONS = -(2**31)
+#: an answer with more partitions than this is built and encoded this many per reactor turn (about
+#: 1-2 ms of work on a slow machine), so the small requests of other connections go in between
+SLICE_PARTITIONS = 250
+METADATA_RESPONSE = RESPONSES[ApiKey.METADATA]
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
@@ -46,12 +52,13 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
         to_create = [n for n in to_create if n not in denied]
     ops = (bool(request.get("include_topic_authorized_operations")),
            bool(request.get("include_cluster_authorized_operations")))
+    version = header.api_version
     if not to_create:
-        return _build(broker, names, denied, who, listener, *ops)
+        return _build(broker, version, names, denied, who, listener, *ops)
     creations = [broker.topics.create(name) for name in to_create]
     d = defer.DeferredList(creations, consumeErrors=True)
-    d.addCallback(lambda results: _build(broker, names, {**_creation_errors(to_create, results), **denied}, who,
-                                         listener, *ops))
+    d.addCallback(lambda results: _build(broker, version, names, {**_creation_errors(to_create, results), **denied},
+                                         who, listener, *ops))
     return d
 
 
@@ -80,12 +87,43 @@ def _creation_errors(names: list[str], results: list[tuple[bool, Any]]) -> dict[
     return errors
 
 
-def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who: Requester,
-           listener: str | None, include_topic_ops: bool = False, include_cluster_ops: bool = False) -> dict:
-    """The response; ``errors``: topics answered with an error alone (refused, or not created)."""
+def _build(broker: Broker, version: int, names: list[str] | None, errors: dict[str, int], who: Requester,
+           listener: str | None, include_topic_ops: bool = False, include_cluster_ops: bool = False) -> Any:
+    """The response, or a Deferred of it when it holds more than SLICE_PARTITIONS partitions (their
+    part then built and encoded a slice per reactor turn); ``errors``: topics answered with an
+    error alone (refused, or not created)."""
     cache = broker.metadata
     if names is None:
         names = [t for t in sorted(cache.topics) if who.may_api(ApiKey.METADATA, t)]
+    if sum(len(cache.topics.get(name) or ()) for name in names) > SLICE_PARTITIONS:
+        response = _response(broker, names, errors, who, listener, include_topic_ops, include_cluster_ops, sliced=True)
+        steps = _encode_partitions(broker, version, response["topics"])
+        return broker.turns.run(steps).addCallback(lambda _: response)
+    return _response(broker, names, errors, who, listener, include_topic_ops, include_cluster_ops)
+
+
+def _encode_partitions(broker: Broker, version: int, topics: list[dict]) -> Iterator[None]:
+    """Each topic's partitions (left as PartitionInfos by ``_response``) built and encoded, about
+    SLICE_PARTITIONS a step: a step is one reactor turn's work."""
+    encode = METADATA_RESPONSE.items_encoder(version, ("topics", "partitions"))
+    live = set(broker.metadata.brokers)  # the brokers alive when the answer began
+    since_yield = 0
+    for topic in topics:
+        infos = topic["partitions"]
+        pieces = []
+        for start in range(0, len(infos), SLICE_PARTITIONS):
+            piece = infos[start:start + SLICE_PARTITIONS]
+            pieces.append(encode([_partition(info, live) for info in piece]).data)
+            since_yield += len(piece)
+            if since_yield >= SLICE_PARTITIONS:
+                since_yield = 0
+                yield None
+        topic["partitions"] = EncodedItems(len(infos), b"".join(pieces))
+
+
+def _response(broker: Broker, names: list[str], errors: dict[str, int], who: Requester, listener: str | None,
+              include_topic_ops: bool, include_cluster_ops: bool, sliced: bool = False) -> dict:
+    cache = broker.metadata
     return {
         "throttle_time_ms": 0,
         "brokers": [
@@ -94,14 +132,15 @@ def _build(broker: Broker, names: list[str] | None, errors: dict[str, int], who:
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
-        "topics": [_topic(broker, name, errors.get(name), who if include_topic_ops else None) for name in names],
+        "topics": [_topic(broker, name, errors.get(name), who if include_topic_ops else None, sliced) for name in names],
         "cluster_authorized_operations": (who.authorized_operations(ResourceType.CLUSTER) if include_cluster_ops
                                           else UNKNOWN_AUTHORIZED_OPERATIONS),
     }
 
 
-def _topic(broker: Broker, name: str, error: int | None, who: Requester | None) -> dict:
-    """One topic's answer; with ``who``, what it may do to the topic (include_topic_authorized_operations)."""
+def _topic(broker: Broker, name: str, error: int | None, who: Requester | None, sliced: bool = False) -> dict:
+    """One topic's answer; with ``who``, what it may do to the topic (include_topic_authorized_operations).
+    With ``sliced`` its partitions are left as PartitionInfos, for ``_encode_partitions``."""
     partitions = broker.metadata.topics.get(name)
     operations = UNKNOWN_AUTHORIZED_OPERATIONS
     if who is not None and error != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
@@ -121,12 +160,13 @@ def _topic(broker: Broker, name: str, error: int | None, who: Requester | None) 
                 topic["error_code"] = exc.code
         return topic
     topic["error_code"] = ErrorCode.NONE
+    infos = [info for _, info in sorted(partitions.items())]
     live = broker.metadata.brokers
-    topic["partitions"] = [_partition(info, live) for _, info in sorted(partitions.items())]
+    topic["partitions"] = infos if sliced else [_partition(info, live) for info in infos]
     return topic
 
 
-def _partition(info: PartitionInfo, live: dict[int, Any]) -> dict:
+def _partition(info: PartitionInfo, live: Collection[int]) -> dict:
     leader_live = info.leader in live
     return {
         "error_code": ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE,
