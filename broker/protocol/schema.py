@@ -342,11 +342,15 @@ class MessageSchema:
         def encode_items(items: Iterable[Mapping[str, Any]]) -> EncodedItems:
             w, count = Writer(), 0
             for item in items:
+                mark = w.checkpoint()
                 try:
                     fast(w, item)
-                except Exception:  # refused by the generated code: the reference says why
-                    reference(Writer(), item)
-                    raise
+                except Exception:  # refused by the generated code: the reference writes it, or says why
+                    w.rewind(mark)
+                    try:
+                        reference(w, item)
+                    except ProtocolEncodeError as exc:
+                        raise ProtocolEncodeError(f"{self.name} v{version}: {'.'.join(path)}.{exc}") from None
                 count += 1
             chunks = w.chunks()
             if not all(isinstance(c, bytes) for c in chunks):

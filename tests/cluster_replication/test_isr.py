@@ -64,6 +64,9 @@ def test_two_of_three_down_refuses_acks_all_then_heals(cluster, zk):
 def test_acks_all_answers_request_timed_out_when_followers_stall(cluster, zk):
     brokers = cluster(3, **{"replica.lag.time.max.ms": "20000"})
     topic = create_topic(brokers, rf=3, config={"min.insync.replicas": "2"})
+    # the topic is created once the controller wrote it; the leader may apply its leadership later
+    wait_until(lambda: _produce_one(bootstrap(brokers), topic, "all", b"ready") is None, 30,
+               what="an acks=all produce with the leader leading")
     s = state(zk, topic)
     others = [b for b in brokers if b.broker_id != s.leader]
     leader = by_id(brokers, s.leader)
