@@ -91,8 +91,8 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> 
 
 def warm_up(spark) -> float:
     """Start every slot's Python worker and make the imports a load task makes (pyarrow's first
-    array imports pandas: about a second of CPU per worker here), so that no phase pays them and
-    the phases compare; returns the seconds it took."""
+    array imports pandas: 0.65 s per worker by ``python -X importtime``), so that no phase pays
+    them and the phases compare; returns the seconds it took."""
     def run(_i, items):
         import pyarrow as pa
 
