@@ -262,6 +262,22 @@ def _struct_size(fields: Sequence[Field], version: int, flexible: bool) -> int:
 _REFERENCE = codegen.Reference(_compile_field, _struct_size)
 
 
+def _write_either(fast: codegen.FastWrite, reference: Callable[[Writer, Mapping[str, Any]], None], w: Writer,
+                  obj: Mapping[str, Any], where: str) -> None:
+    """``obj`` written by the generated writer; what it refuses is written by the reference
+    instead (``w`` rewound first), whose error, prefixed with ``where``, says why."""
+    mark = w.checkpoint()
+    try:
+        fast(w, obj)
+        return
+    except Exception:  # refused by the generated code
+        w.rewind(mark)
+    try:
+        reference(w, obj)
+    except ProtocolEncodeError as exc:
+        raise ProtocolEncodeError(f"{where}{exc}") from None
+
+
 class MessageSchema:
     """A request or response body, declared once and compiled for each of its versions: the
     closures of ``compile_struct`` are the reference; ``decode`` and ``encode`` run straight-line
@@ -342,15 +358,7 @@ class MessageSchema:
         def encode_items(items: Iterable[Mapping[str, Any]]) -> EncodedItems:
             w, count = Writer(), 0
             for item in items:
-                mark = w.checkpoint()
-                try:
-                    fast(w, item)
-                except Exception:  # refused by the generated code: the reference writes it, or says why
-                    w.rewind(mark)
-                    try:
-                        reference(w, item)
-                    except ProtocolEncodeError as exc:
-                        raise ProtocolEncodeError(f"{self.name} v{version}: {'.'.join(path)}.{exc}") from None
+                _write_either(fast, reference, w, item, f"{self.name} v{version}: {'.'.join(path)}.")
                 count += 1
             chunks = w.chunks()
             if not all(isinstance(c, bytes) for c in chunks):
@@ -392,17 +400,7 @@ class MessageSchema:
         return w.size_prefixed_chunks()
 
     def _write(self, version: int, w: Writer, obj: Mapping[str, Any]) -> None:
-        write = self.writer(version)
-        mark = w.checkpoint()
-        try:
-            write(w, obj)
-            return
-        except Exception:  # refused by the generated code: the reference says why
-            w.rewind(mark)
-        try:
-            self.compiled(version).write(w, obj)
-        except ProtocolEncodeError as exc:
-            raise ProtocolEncodeError(f"{self.name} v{version}: {exc}") from None
+        _write_either(self.writer(version), self.compiled(version).write, w, obj, f"{self.name} v{version}: ")
 
     def encode_bytes(self, version: int, obj: Mapping[str, Any]) -> bytes:
         """Encode to one ``bytes``; ProtocolEncodeError if a value would go out of band."""

@@ -38,11 +38,25 @@ cdef inline Py_ssize_t _zigzag(const unsigned char[::1] buf, Py_ssize_t pos, Py_
     return -1
 
 
+cdef inline Py_ssize_t _sized(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t *start,
+                              int64_t *length) noexcept nogil:
+    """A key or value at ``pos``: its length varint (-1: null) and where its bytes start, into
+    ``start`` and ``length``; the position after its bytes (not checked against ``end`` here: the
+    next read is), or -1."""
+    cdef int64_t n
+    pos = _zigzag(buf, pos, end, 5, &n)
+    if pos < 0 or n < -1:
+        return -1
+    start[0] = pos
+    length[0] = n
+    return pos + n if n > 0 else pos
+
+
 cdef bint _walk(const unsigned char[::1] buf, const int64_t[::1] starts, const int64_t[::1] ends,
                 const int64_t[::1] counts, int64_t[:, ::1] out) noexcept nogil:
     cdef Py_ssize_t size = buf.shape[0]
     cdef Py_ssize_t s, i, r = 0, pos, rec_end, batch_end, at
-    cdef int64_t length, key_len, value_len, header_count
+    cdef int64_t length, header_count
     for s in range(starts.shape[0]):
         pos = starts[s]
         batch_end = ends[s]
@@ -61,20 +75,12 @@ cdef bint _walk(const unsigned char[::1] buf, const int64_t[::1] starts, const i
             at = _zigzag(buf, at, rec_end, 5, &out[OFFSET_DELTA, r])
             if at < 0:
                 return False
-            at = _zigzag(buf, at, rec_end, 5, &key_len)
-            if at < 0 or key_len < -1:
+            at = _sized(buf, at, rec_end, &out[KEY_AT, r], &out[KEY_LEN, r])
+            if at < 0:
                 return False
-            out[KEY_AT, r] = at
-            out[KEY_LEN, r] = key_len
-            if key_len > 0:
-                at += key_len
-            at = _zigzag(buf, at, rec_end, 5, &value_len)
-            if at < 0 or value_len < -1:
+            at = _sized(buf, at, rec_end, &out[VALUE_AT, r], &out[VALUE_LEN, r])
+            if at < 0:
                 return False
-            out[VALUE_AT, r] = at
-            out[VALUE_LEN, r] = value_len
-            if value_len > 0:
-                at += value_len
             out[HEADER_AT, r] = at
             at = _zigzag(buf, at, rec_end, 5, &header_count)
             if at < 0 or header_count < 0 or (header_count == 0 and at != rec_end):

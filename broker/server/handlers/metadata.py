@@ -95,15 +95,18 @@ def _build(broker: Broker, version: int, names: list[str] | None, errors: dict[s
     cache = broker.metadata
     if names is None:
         names = [t for t in sorted(cache.topics) if who.may_api(ApiKey.METADATA, t)]
-    if sum(len(cache.topics.get(name) or ()) for name in names) > SLICE_PARTITIONS:
-        response = _response(broker, names, errors, who, listener, include_topic_ops, include_cluster_ops, sliced=True)
-        steps = _encode_partitions(broker, version, response["topics"])
-        return broker.turns.run(steps).addCallback(lambda _: response)
-    return _response(broker, names, errors, who, listener, include_topic_ops, include_cluster_ops)
+    response = _response(broker, names, errors, who, listener, include_topic_ops, include_cluster_ops)
+    topics = response["topics"]
+    if sum(len(topic["partitions"]) for topic in topics) > SLICE_PARTITIONS:
+        return broker.turns.run(_encode_partitions(broker, version, topics)).addCallback(lambda _: response)
+    live = cache.brokers
+    for topic in topics:
+        topic["partitions"] = [_partition(info, live) for info in topic["partitions"]]
+    return response
 
 
 def _encode_partitions(broker: Broker, version: int, topics: list[dict]) -> Iterator[None]:
-    """Each topic's partitions (left as PartitionInfos by ``_response``) built and encoded, about
+    """Each topic's partitions (PartitionInfos, as ``_response`` leaves them) built and encoded, about
     SLICE_PARTITIONS a step: a step is one reactor turn's work."""
     encode = METADATA_RESPONSE.items_encoder(version, ("topics", "partitions"))
     live = set(broker.metadata.brokers)  # the brokers alive when the answer began
@@ -122,7 +125,8 @@ def _encode_partitions(broker: Broker, version: int, topics: list[dict]) -> Iter
 
 
 def _response(broker: Broker, names: list[str], errors: dict[str, int], who: Requester, listener: str | None,
-              include_topic_ops: bool, include_cluster_ops: bool, sliced: bool = False) -> dict:
+              include_topic_ops: bool, include_cluster_ops: bool) -> dict:
+    """The response with each topic's partitions as PartitionInfos (``_build`` makes them answers)."""
     cache = broker.metadata
     return {
         "throttle_time_ms": 0,
@@ -132,15 +136,15 @@ def _response(broker: Broker, names: list[str], errors: dict[str, int], who: Req
         ],
         "cluster_id": cache.cluster_id,
         "controller_id": cache.controller_id,
-        "topics": [_topic(broker, name, errors.get(name), who if include_topic_ops else None, sliced) for name in names],
+        "topics": [_topic(broker, name, errors.get(name), who if include_topic_ops else None) for name in names],
         "cluster_authorized_operations": (who.authorized_operations(ResourceType.CLUSTER) if include_cluster_ops
                                           else UNKNOWN_AUTHORIZED_OPERATIONS),
     }
 
 
-def _topic(broker: Broker, name: str, error: int | None, who: Requester | None, sliced: bool = False) -> dict:
-    """One topic's answer; with ``who``, what it may do to the topic (include_topic_authorized_operations).
-    With ``sliced`` its partitions are left as PartitionInfos, for ``_encode_partitions``."""
+def _topic(broker: Broker, name: str, error: int | None, who: Requester | None) -> dict:
+    """One topic's answer, its partitions as PartitionInfos; with ``who``, what it may do to the
+    topic (include_topic_authorized_operations)."""
     partitions = broker.metadata.topics.get(name)
     operations = UNKNOWN_AUTHORIZED_OPERATIONS
     if who is not None and error != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
@@ -160,9 +164,7 @@ def _topic(broker: Broker, name: str, error: int | None, who: Requester | None, 
                 topic["error_code"] = exc.code
         return topic
     topic["error_code"] = ErrorCode.NONE
-    infos = [info for _, info in sorted(partitions.items())]
-    live = broker.metadata.brokers
-    topic["partitions"] = infos if sliced else [_partition(info, live) for info in infos]
+    topic["partitions"] = [info for _, info in sorted(partitions.items())]
     return topic
 
 
