@@ -14,11 +14,14 @@ from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
 from broker.cluster.zk import ZkClient
+from tests.jvm import use_short_lived_jvms
 from tests.teardown import delete_znodes, stopping
 
 # CI machines are slow and shared: judge hypothesis tests by their properties, not their speed.
 settings.register_profile("logbus", deadline=None)
 settings.load_profile("logbus")
+
+use_short_lived_jvms()
 
 
 # Fixtures that start a process or a service (directly or through the fixtures they use): a test
