@@ -34,6 +34,7 @@ from broker.cluster.zk import ZkClient
 from broker.protocol.errors import ErrorCode
 from broker.protocol.header import encode_request_header
 from broker.protocol.messages import ApiKey
+from tests.starting import start_together
 from tests.teardown import delete_znodes, stopping
 from tests.waiting import wait_until
 
@@ -92,11 +93,7 @@ def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
                 }, home / f"b{i}", BROKER_OVERRIDES))
                 for i in (1, 2)
             ]
-            for b in brokers:
-                b.start(wait=False)
-            for b in brokers:
-                b.wait_ready()
-            wait_until(lambda: sorted(zk.live_brokers()) == [1, 2], 20, what="both brokers registered")
+            start_together(brokers)
             yield Cluster(brokers, zk)
     finally:
         zk.stop()

@@ -43,6 +43,7 @@ from broker.security.acl import (
     ResourceType,
 )
 from broker.security.principal import ANONYMOUS
+from tests.starting import start_together
 from tests.teardown import delete_znodes, stopping
 from tests.waiting import wait_until
 
@@ -135,11 +136,7 @@ def cluster(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFacto
                 }, home / f"b{i}", {**BASE, **AUTHORIZERS[i]}))
                 for i in AUTHORIZERS
             }
-            for b in brokers.values():
-                b.start(wait=False)
-            for b in brokers.values():
-                b.wait_ready()
-            wait_until(lambda: sorted(zk.live_brokers()) == sorted(brokers), 30, what="all brokers registered")
+            start_together(list(brokers.values()))
             yield Cluster(brokers, zk, connect)
     finally:
         zk.stop()
