@@ -336,15 +336,19 @@ class Broker:
         """Ask the controller to move leadership off this broker; wait until it has (bounded)."""
         started = time.monotonic()
 
-        def others_can_lead() -> bool:
+        def others_can_lead(shutting: set[int]) -> bool:
+            # the controller never moves a leader to a broker shutting down too: with every
+            # broker stopping at once (`logbus cluster down`) there is nothing to wait for
             live = self.metadata.brokers
             return any(
-                any(r != self.broker_id and r in live for r in p.isr) for p in self.replicas.led_partitions()
+                any(r != self.broker_id and r in live and r not in shutting for r in p.isr)
+                for p in self.replicas.led_partitions()
             )
 
-        def wait(_: Any) -> defer.Deferred[None] | None:
-            if not others_can_lead():
-                log.info("controlled shutdown: no partition led here has another live in-sync replica")
+        def check(shutting: set[int]) -> defer.Deferred[None] | None:
+            if not others_can_lead(shutting):
+                log.info("controlled shutdown: no partition led here has another live in-sync replica"
+                         " that is not shutting down")
                 return None
             if time.monotonic() - started > CONTROLLED_SHUTDOWN_TIMEOUT_S:
                 log.warn("controlled shutdown: leadership did not move within {s}s", s=CONTROLLED_SHUTDOWN_TIMEOUT_S)
@@ -352,6 +356,9 @@ class Broker:
             from twisted.internet import task
 
             return task.deferLater(self.reactor, 0.1, lambda: None).addCallback(wait)
+
+        def wait(_: Any) -> defer.Deferred[None]:
+            return threads.deferToThread(self.zk.brokers_shutting_down).addCallback(check)
 
         if not self.replicas.led_partitions():
             return defer.succeed(None)

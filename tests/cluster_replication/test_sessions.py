@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -63,3 +65,19 @@ def test_controlled_shutdown_moves_leadership_first(cluster, zk):
     got = [m.value for m in consumer]
     consumer.close()
     assert sorted(got) == sorted(sent)
+
+
+def test_brokers_stopped_together_do_not_wait_for_a_move_none_can_take(cluster, zk):
+    """Every broker SIGTERMed at once (`logbus cluster down`, `make run`'s end): the controller
+    never moves a leader to a broker that is shutting down too, so none waits out the bound."""
+    brokers = cluster(3)
+    topic = create_topic(brokers, partitions=3, rf=3)
+    started = re.compile(rf"{topic}-\d: (leader at|follower of)")
+    wait_until(lambda: sum(len(started.findall(b.out_path.read_text())) for b in brokers) == 9, 20,
+               what="each replica of the three partitions started (one leader, two followers)")
+    with ThreadPoolExecutor(len(brokers)) as pool:
+        assert list(pool.map(lambda b: b.stop(), brokers)) == [0, 0, 0]
+    logs = [b.out_path.read_text() for b in brokers]
+    assert not any("leadership did not move" in log for log in logs)
+    assert any("another live in-sync replica that is not shutting down" in log for log in logs)
+    assert all("stopped cleanly" in log for log in logs)
