@@ -19,6 +19,7 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,7 +263,8 @@ class Controller:
     def _reconcile_topics(self, topics: Iterable[str]) -> None:
         live, shutting = self._live()
         states = self._read_states(topics)
-        brokers = _Brokers(live, shutting, _leader_counts(states))
+        brokers = _Brokers(live, shutting, Counter(state.leader for _, state in states.values()
+                                                   if state is not None and state.leader != NO_LEADER))
         started = self._start_new_partitions(states, brokers)
         pending: list[tuple[Any, ...]] = []  # (replicas, then _write's arguments): written together below
         for (topic, partition), (replicas, state) in sorted(states.items()):
@@ -305,10 +307,9 @@ class Controller:
         for topic, new in sorted(firsts.items()):
             if not self.active or not self.zk.create_partition_states(topic, new, self.epoch):
                 continue
-            for partition, (leader, _) in new.items():
-                brokers.leader_counts[leader] = brokers.leader_counts.get(leader, 0) + 1
-                started.add((topic, partition))
-            leaders = _leader_counts_of(new)
+            leaders = Counter(leader for leader, _ in new.values())
+            brokers.leader_counts.update(leaders)
+            started.update((topic, partition) for partition in new)
             log.info("controller: %d partition(s) of %s start, leaders %s", len(new), topic,
                      ", ".join(f"{b}: {n}" for b, n in sorted(leaders.items())))
         return started
@@ -352,7 +353,7 @@ class Controller:
             if not self.zk.exists(TopicZNode.path(topic)):
                 return  # deleted meanwhile
             self.zk.create_partition_state(topic, partition, leader, 0, isr, self.epoch)
-            counts[leader] = counts.get(leader, 0) + 1
+            counts[leader] += 1
             log.info("controller: %s-%d starts with leader %d, isr %s", topic, partition, leader, isr)
             return
         if state.controller_epoch > self.epoch:
@@ -379,7 +380,7 @@ class Controller:
         leader, new_isr = choice
         if state.leader in counts and counts[state.leader] > 0:
             counts[state.leader] -= 1
-        counts[leader] = counts.get(leader, 0) + 1
+        counts[leader] += 1
         write(topic, partition, state, leader, state.leader_epoch + 1, new_isr, f"leader {state.leader} gone")
 
     def _write(
@@ -571,7 +572,7 @@ class _Brokers:
 
     live: set[int]
     shutting: set[int]
-    leader_counts: dict[int, int]
+    leader_counts: Counter[int]
     unclean: dict[str, bool] = field(default_factory=dict)  # unclean.leader.election.enable per topic, read once
 
 
@@ -582,26 +583,11 @@ def _log_change(topic: str, partition: int, before: PartitionState, leader: int,
              topic, partition, before.leader, leader, leader_epoch, before.isr, isr, why)
 
 
-def _leader_counts(states: Mapping[tuple[str, int], tuple[list[int], PartitionState | None]]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for _replicas, state in states.values():
-        if state is not None and state.leader != NO_LEADER:
-            counts[state.leader] = counts.get(state.leader, 0) + 1
-    return counts
-
-
 def _first_state(replicas: list[int], brokers: _Brokers) -> tuple[int, list[int]]:
     """(leader, isr) of a new partition: the live replicas in order, led by the first not shutting down."""
     isr = [r for r in replicas if r in brokers.live]
     eligible = [r for r in isr if r not in brokers.shutting] or isr
     return (eligible[0] if eligible else NO_LEADER), isr
-
-
-def _leader_counts_of(firsts: Mapping[int, tuple[int, list[int]]]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for leader, _ in firsts.values():
-        counts[leader] = counts.get(leader, 0) + 1
-    return counts
 
 
 def request_controlled_shutdown(zk: ZkClient, broker_id: int) -> None:
