@@ -17,7 +17,7 @@ from broker.client.producer import Producer, ProducerClosedError
 from broker.cluster.net import free_port
 from broker.config import ConfigError
 from broker.protocol.errors import MessageTooLargeError, UnknownTopicOrPartitionError
-from tests.starting import QUICK_EXPIRY
+from tests.starting import QUICK_EXPIRY, start_together
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -318,7 +318,7 @@ def test_bad_configuration_is_one_clear_error():
 
 
 def test_partitions_led_by_different_brokers(broker_factory, zk_chroot):
-    first, second = broker_factory(), broker_factory()
+    first, second = start_together([broker_factory(start=False), broker_factory(start=False)])
     topic = _topic("two")
     with AdminClient(first.bootstrap) as admin:
         admin.create_topic(topic, 4, 1)

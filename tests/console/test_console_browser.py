@@ -23,6 +23,7 @@ from broker.tools import log_dirs
 from pipelines.config import load_config
 from pipelines.loader import Loader
 from tests.producing import produce
+from tests.starting import spawn, start_together
 from tests.teardown import terminate
 from tests.waiting import wait_until
 
@@ -42,11 +43,13 @@ def console_url(broker_factory, zk_chroot, tmp_path) -> Iterator[tuple[str, str,
     mirror's status. Yields (console URL, bootstrap, loader config)."""
     from tests.mirror.conftest import MirrorProcess
 
-    brokers = [broker_factory(broker_id=i + 1) for i in range(3)]
+    dc1 = broker_factory(broker_id=1, overrides={"zookeeper.connect": f"{zk_chroot}/dc1"}, start=False)
+    spawn([dc1])
+    brokers = start_together([broker_factory(broker_id=i + 1, start=False) for i in range(3)])
+    dc1.wait_ready()
     bootstrap = ",".join(b.bootstrap for b in brokers)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], operation_timeout=20)[TOPIC].result(30)
-    dc1 = broker_factory(broker_id=1, overrides={"zookeeper.connect": f"{zk_chroot}/dc1"})
     produce(dc1.bootstrap, "clicks", [{"value": f"c{i}".encode()} for i in range(CLICKS)])
     mirror = MirrorProcess(tmp_path / "mirror", [{"bootstrap.servers": dc1.bootstrap, "group.id": "mirror",
                                                   "mirror.source.name": "dc1", "metadata.max.age.ms": "1000"}],
