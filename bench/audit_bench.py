@@ -31,14 +31,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.feeding import produce_waiting  # noqa: E402
+from bench.reporting import progress  # noqa: E402
 
 BASE_MS = 1_767_225_600_000
 HOURS = 6
 VALUE = b"x" * 100
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> dict[int, int]:

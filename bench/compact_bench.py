@@ -31,10 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.loader_bench import BASE_MS, SCHEMA, event_value  # noqa: E402
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+from bench.reporting import progress  # noqa: E402
 
 
 def _messages(topic: str, part: int, start: int, end: int, partitions: int, step_ms: int) -> list:

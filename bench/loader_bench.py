@@ -47,11 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.feeding import produce_waiting  # noqa: E402
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
+from bench.reporting import progress  # noqa: E402
 
 BASE_MS = 1_767_225_600_000
 
