@@ -64,11 +64,12 @@ lint: setup
 	$(VENV)/bin/mypy --no-incremental
 
 # The suite mostly waits (processes starting, failovers, sessions expiring): two workers, each
-# running a whole test file at a time (module fixtures such as a module's broker stay per file).
+# running a whole test file at a time (module fixtures such as a module's broker stay per file),
+# the slowest files first (tests/ordering.py; xdist's own reorder would put them last).
 PYTEST_WORKERS ?= 2
 
 test: lint
-	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The unit and property tests: no ZooKeeper, no broker process, no Spark (tests/conftest.py marks the rest).
 test-fast: lint

@@ -15,6 +15,7 @@ from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
 from broker.cluster.zk import ZkClient
 from tests.jvm import use_short_lived_jvms
+from tests.ordering import slowest_files_first
 from tests.teardown import delete_znodes, stopping
 
 # CI machines are slow and shared: judge hypothesis tests by their properties, not their speed.
@@ -35,10 +36,12 @@ INTEGRATION_FIXTURES = frozenset({
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that uses a process-starting fixture as ``integration`` (modules that start
-    processes themselves say so with ``pytestmark = pytest.mark.integration``)."""
+    processes themselves say so with ``pytestmark = pytest.mark.integration``), and hand the
+    slowest files to the workers first (tests/ordering.py)."""
     for item in items:
         if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    slowest_files_first(items)
 
 
 def pytest_configure(config: pytest.Config) -> None:
