@@ -6,7 +6,7 @@ minutes (the Airflow scheduler, the main job) last, where one worker runs them a
 other has nothing left. With ``--no-loadscope-reorder`` and the files below first (the longest
 processing time first), the two workers end close together. The seconds are each file's sum of
 setup, call and teardown in one full run (`pytest -n 2 --dist loadfile --junitxml`, summed per
-file) at 856e673 on the 2-core test machine; a file not listed keeps its place after these.
+file) at a653e3a on the 2-core test machine; a file not listed keeps its place after these.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_controlled_shutdown_moves_leadership_first(cluster, zk):
     assert sorted(got) == sorted(sent)
 
 
-def test_brokers_stopped_together_do_not_wait_for_a_move_none_can_take(cluster, zk):
+def test_brokers_stopped_together_do_not_wait_for_a_move_none_can_take(cluster):
     """Every broker SIGTERMed at once (`logbus cluster down`, `make run`'s end): the controller
     never moves a leader to a broker that is shutting down too, so none waits out the bound."""
     brokers = cluster(3)

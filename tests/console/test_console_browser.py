@@ -23,7 +23,7 @@ from broker.tools import log_dirs
 from pipelines.config import load_config
 from pipelines.loader import Loader
 from tests.producing import produce
-from tests.starting import spawn, start_together
+from tests.starting import start_together
 from tests.teardown import terminate
 from tests.waiting import wait_until
 
@@ -44,7 +44,7 @@ def console_url(broker_factory, zk_chroot, tmp_path) -> Iterator[tuple[str, str,
     from tests.mirror.conftest import MirrorProcess
 
     dc1 = broker_factory(broker_id=1, overrides={"zookeeper.connect": f"{zk_chroot}/dc1"}, start=False)
-    spawn([dc1])
+    dc1.start(wait=False)
     brokers = start_together([broker_factory(broker_id=i + 1, start=False) for i in range(3)])
     dc1.wait_ready()
     bootstrap = ",".join(b.bootstrap for b in brokers)
