@@ -5,8 +5,6 @@ to 0 and the leader counts an expansion; follower fetches are counted apart from
 
 from __future__ import annotations
 
-import re
-import urllib.request
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -21,24 +19,8 @@ from broker.protocol.records.layout import CURRENT_MAGIC
 from broker.protocol.records.legacy import encode_message_set
 from broker.server.metrics import count_records
 from tests.cluster_replication.conftest import FAST, by_id, state, wait_until
+from tests.scraping import scrape
 from tests.starting import start_together
-
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
-
-
-def scrape(port: int) -> dict[str, float]:
-    """'name{labels}' -> value, after checking every line is valid exposition text."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        text = resp.read().decode()
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("# HELP ") or line.startswith("# TYPE "):
-            continue
-        m = _SAMPLE.match(line)
-        assert m, f"not exposition format: {line!r}"
-        samples[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-    return samples
 
 
 def _start(broker_factory, n: int) -> list:
