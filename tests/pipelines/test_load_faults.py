@@ -19,6 +19,7 @@ import yaml
 from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
+from broker.cluster.net import free_port
 from pipelines.config import parse_config
 from pipelines.errors import LoadError, OutOfRangeError
 from pipelines.faults import LoadFaults
@@ -34,6 +35,8 @@ from tests.pipelines.helpers import (
     produce,
     read_rows,
 )
+from tests.scraping import scrape
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3_600_000
@@ -276,7 +279,7 @@ def test_broker_killed_mid_task_then_back(broker_factory, spark, tmp_path):
     tasks (re-finding the leader, or retried by Spark) finish with exactly the produced rows."""
     import threading
 
-    broker = broker_factory()
+    broker = broker_factory(overrides={"metrics.port": free_port()})
     topic = new_topic("dead")
     create_topics(broker.bootstrap, [topic], 2)
     expected = _spread_events(broker.bootstrap, topic, 2, 400, **{"batch.num.messages": 10})  # ~40 fetches each
@@ -291,9 +294,12 @@ def test_broker_killed_mid_task_then_back(broker_factory, spark, tmp_path):
         except BaseException as exc:  # pragma: no cover - reported below
             outcome["error"] = exc
 
+    served = f'logbus_topic_records_out_total{{topic="{topic}"}}'
     thread = threading.Thread(target=load)
     thread.start()
-    time.sleep(2.0)
+    # once the tasks fetch (a fixed sleep lost the race on a busy machine: tasks not started yet)
+    wait_until(lambda: outcome or scrape(int(broker.props["metrics.port"])).get(served, 0) > 0, 60, 0.05,
+               "the first records served to the load")
     assert thread.is_alive(), f"the load should still be fetching: {outcome}"
     broker.kill()
     time.sleep(1.0)
