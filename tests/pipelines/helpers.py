@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as ds
 from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
+from tests.scraping import scrape
+from tests.waiting import wait_until
 
 EVENT_SCHEMA = [
     {"name": "member_id", "type": "long", "required": True},
@@ -94,3 +99,24 @@ def read_rows(warehouse: Path, topic: str) -> list[dict]:
 def data_files(warehouse: Path, topic: str) -> list[Path]:
     path = warehouse / topic
     return sorted(p for p in path.rglob("*.parquet") if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
+
+
+def load_until_served(run: Callable[[], Any], broker: Any, topic: str) -> tuple[threading.Thread, dict]:
+    """``run`` (a load) started in a thread, returned once ``broker`` (its metrics.port on) has
+    served it records of ``topic``: its tasks are fetching, so a kill now lands under one (a fixed
+    sleep lost that race on a busy machine). The dict gets ``result`` or ``error`` when it ends."""
+    outcome: dict = {}
+
+    def load() -> None:
+        try:
+            outcome["result"] = run()
+        except BaseException as exc:  # reported by the caller's assertions
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=load)
+    thread.start()
+    served = f'logbus_topic_records_out_total{{topic="{topic}"}}'
+    wait_until(lambda: outcome or scrape(int(broker.props["metrics.port"])).get(served, 0) > 0, 60, 0.05,
+               f"the first records of {topic} served to the load by {broker.bootstrap}")
+    assert thread.is_alive(), f"the load should still be fetching: {outcome}"
+    return thread, outcome

@@ -30,13 +30,12 @@ from tests.pipelines.helpers import (
     create_topics,
     data_files,
     json_topic,
+    load_until_served,
     loader_config,
     new_topic,
     produce,
     read_rows,
 )
-from tests.scraping import scrape
-from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 HOUR = 3_600_000
@@ -277,30 +276,18 @@ def test_deleted_topic_and_added_partitions(broker, spark, tmp_path):
 def test_broker_killed_mid_task_then_back(broker_factory, spark, tmp_path):
     """kill -9 the broker while tasks are fetching; it comes back (same id, port and logs) and the
     tasks (re-finding the leader, or retried by Spark) finish with exactly the produced rows."""
-    import threading
-
     broker = broker_factory(overrides={"metrics.port": free_port()})
     topic = new_topic("dead")
     create_topics(broker.bootstrap, [topic], 2)
     expected = _spread_events(broker.bootstrap, topic, 2, 400, **{"batch.num.messages": 10})  # ~40 fetches each
     warehouse = tmp_path / "wh"
     cfg = parse_config(loader_config(broker.bootstrap, warehouse, [json_topic(topic)], fetch={"max.bytes": 1024}))
-    outcome: dict = {}
 
-    def load():
-        try:
-            with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=150)) as loader:
-                outcome["result"] = loader.run()
-        except BaseException as exc:  # pragma: no cover - reported below
-            outcome["error"] = exc
+    def run() -> list:
+        with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=150)) as loader:
+            return loader.run()
 
-    served = f'logbus_topic_records_out_total{{topic="{topic}"}}'
-    thread = threading.Thread(target=load)
-    thread.start()
-    # once the tasks fetch (a fixed sleep lost the race on a busy machine: tasks not started yet)
-    wait_until(lambda: outcome or scrape(int(broker.props["metrics.port"])).get(served, 0) > 0, 60, 0.05,
-               "the first records served to the load")
-    assert thread.is_alive(), f"the load should still be fetching: {outcome}"
+    thread, outcome = load_until_served(run, broker, topic)
     broker.kill()
     time.sleep(1.0)
     deadline = time.monotonic() + 30

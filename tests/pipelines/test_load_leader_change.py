@@ -3,18 +3,14 @@ follow the new leader (or Spark retries them) and the output is exactly the prod
 
 from __future__ import annotations
 
-import threading
-
 from broker.client.admin import AdminClient
 from broker.client.simple_consumer import SimpleConsumer
 from broker.cluster.net import free_port
 from pipelines.config import parse_config
 from pipelines.faults import LoadFaults
 from pipelines.loader import Loader
-from tests.pipelines.helpers import json_topic, loader_config, new_topic, produce, read_rows
-from tests.scraping import scrape
+from tests.pipelines.helpers import json_topic, load_until_served, loader_config, new_topic, produce, read_rows
 from tests.starting import start_together
-from tests.waiting import wait_until
 
 BASE_MS = 1_767_225_600_000
 
@@ -34,28 +30,16 @@ def test_leader_killed_mid_task_on_a_replicated_cluster(broker_factory, zk_chroo
     raw = loader_config("", warehouse, [json_topic(topic)], fetch={"max.bytes": 1024})
     raw["cluster"] = {"zookeeper.connect": zk_chroot}  # brokers found through ZooKeeper, not a bootstrap list
     cfg = parse_config(raw)
-    outcome: dict = {}
 
-    def load() -> None:
-        try:
-            with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=100)) as loader:
-                outcome["result"] = loader.run()
-        except BaseException as exc:  # reported by the assertions below
-            outcome["error"] = exc
+    def run() -> list:
+        with Loader(cfg, spark=spark, faults=LoadFaults(fetch_delay_ms=100)) as loader:
+            return loader.run()
 
     host, _, port = brokers[0].bootstrap.rpartition(":")
     with SimpleConsumer(host, int(port)) as probe:
         _, _, leader_port = probe.find_leader(topic, 0)
     [leader] = [b for b in brokers if b.bootstrap.endswith(f":{leader_port}")]
-    served = f'logbus_topic_records_out_total{{topic="{topic}"}}'
-
-    thread = threading.Thread(target=load)
-    thread.start()
-    # Killed once it has served the load a first fetch (a fixed sleep lost the race on a busy
-    # machine: a task that starts after the kill never met the old leader).
-    wait_until(lambda: outcome or scrape(int(leader.props["metrics.port"])).get(served, 0) > 0, 60, 0.05,
-               "the leader's first records served to the load")
-    assert thread.is_alive(), f"the load should still be fetching: {outcome}"
+    thread, outcome = load_until_served(run, leader, topic)
     leader.kill()
     thread.join(timeout=150)
     assert not thread.is_alive(), "the load did not finish after the leader died"
