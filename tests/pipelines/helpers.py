@@ -13,6 +13,7 @@ import pyarrow.dataset as ds
 from confluent_kafka import Producer
 
 from broker.client.admin import AdminClient
+from broker.cluster.local import BrokerProcess
 from tests.scraping import scrape
 from tests.waiting import wait_until
 
@@ -101,7 +102,7 @@ def data_files(warehouse: Path, topic: str) -> list[Path]:
     return sorted(p for p in path.rglob("*.parquet") if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts))
 
 
-def load_until_served(run: Callable[[], Any], broker: Any, topic: str) -> tuple[threading.Thread, dict]:
+def load_until_served(run: Callable[[], Any], broker: BrokerProcess, topic: str) -> tuple[threading.Thread, dict]:
     """``run`` (a load) started in a thread, returned once ``broker`` (its metrics.port on) has
     served it records of ``topic``: its tasks are fetching, so a kill now lands under one (a fixed
     sleep lost that race on a busy machine). The dict gets ``result`` or ``error`` when it ends."""

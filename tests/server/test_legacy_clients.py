@@ -7,7 +7,6 @@ One broker (module scope) serves every test here, to keep the suite's wall time 
 from __future__ import annotations
 
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -23,6 +22,7 @@ from broker.protocol.errors import ErrorCode
 from broker.protocol.messages import ApiKey
 from broker.protocol.records import decode_batches, encode_batch, encode_message_set
 from broker.protocol.records import layout as L
+from tests.scraping import scrape
 from tests.teardown import delete_znodes
 
 pytestmark = pytest.mark.integration
@@ -313,7 +313,6 @@ def test_every_advertised_api_version_answers(legacy_broker) -> None:
                 part = answer["topics"][0]["partitions"][0]
                 assert part["committed_offset"] == versions[ApiKey.OFFSET_COMMIT][1] + 1
     # Produce v0-2 and Fetch v0-3 above were converted, and counted
-    port = legacy_broker.overrides["metrics.port"]
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    assert f'logbus_topic_produce_message_conversions_total{{topic="{topic}"}} 3' in text
-    assert f'logbus_topic_fetch_message_conversions_total{{topic="{topic}"}} ' in text
+    scraped = scrape(int(legacy_broker.overrides["metrics.port"]))
+    assert scraped[f'logbus_topic_produce_message_conversions_total{{topic="{topic}"}}'] == 3
+    assert f'logbus_topic_fetch_message_conversions_total{{topic="{topic}"}}' in scraped
