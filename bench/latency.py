@@ -25,7 +25,15 @@ A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of o
    on a quiet machine, and again with a burner process taking ``--burner-cores`` of a core;
 4. **beside large**: the synchronous round trips of (2), bare socket, while another process
    asks for the metadata of the 1,000-partition topic without pause (two requests in flight):
-   p50/p99/p99.9, how long a small request waits behind large ones.
+   p50/p99/p99.9, how long a small request waits behind large ones;
+5. **beside produce**: the same beside 1 MiB Produce requests (one batch of 10,000 100-byte
+   records to another topic, two in flight);
+6. **beside fetch**: the same beside Fetch requests of the 1,000-partition topic (one small
+   batch in each partition), one started every 500 ms (``FETCH_EVERY_S``), one at a time: the
+   same offered load whatever a fetch costs; then ``--paced-seconds`` of one-record Produce
+   requests sent 1,000 a second whatever the answers do (open loop: a stall delays every
+   request due during it, which the synchronous round trips hide), p50/p99/p99.9/max.
+Each "beside" scenario also reports how many large requests a second were answered.
 
 Everything started is stopped on exit. Results to stdout and ``--json``.
 """
@@ -35,8 +43,10 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import statistics
+import struct
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -61,6 +71,7 @@ from broker.protocol.messages import REQUESTS, ApiKey  # noqa: E402
 from broker.protocol.records.batches import encode_batch  # noqa: E402
 
 RECORD = b"x" * 100
+_SIZE_PREFIX = struct.Struct(">i")
 TOPIC = "lat"
 PRODUCE_VERSION = 7
 
@@ -156,25 +167,47 @@ COSTS_TOPIC = "lat-wide"
 COSTS_PARTITIONS = 1000
 
 
-def _produce_frame(records: int) -> bytes:
+PACED_PER_S = 1000  # beside_fetch's paced small requests a second
+FETCH_EVERY_S = 0.5  # beside_fetch: a Fetch of 1,000 partitions started this often (the old path kept up)
+LARGE_TOPIC = "lat-large"
+LARGE_PRODUCE_RECORDS = 10_000  # one batch of about 1 MiB
+
+
+def _produce_frame(records: int, topic: str = TOPIC) -> bytes:
     batch = encode_batch([(None, RECORD, [], i) for i in range(records)])
     body = REQUESTS[ApiKey.PRODUCE].encode_bytes(PRODUCE_VERSION, {
         "transactional_id": None, "acks": 1, "timeout_ms": 30000,
-        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
+        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
     return encode_request_header(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "latency-bench") + body
 
 
-def _fetch_frame(max_bytes: int) -> bytes:
+def _fetch_frame(max_bytes: int, topic: str = TOPIC, partitions: int = 1) -> bytes:
+    wanted = [{"partition": i, "fetch_offset": 0, "partition_max_bytes": max_bytes} for i in range(partitions)]
     body = REQUESTS[ApiKey.FETCH].encode_bytes(11, {
-        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes, "isolation_level": 0,
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": max_bytes * partitions, "isolation_level": 0,
         "session_id": 0, "session_epoch": -1, "rack_id": "",
-        "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}]}]})
+        "topics": [{"topic": topic, "partitions": wanted}]})
     return encode_request_header(ApiKey.FETCH, 11, 1, "latency-bench") + body
 
 
 def _metadata_frame(topic: str) -> bytes:
     body = REQUESTS[ApiKey.METADATA].encode_bytes(8, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
     return encode_request_header(ApiKey.METADATA, 8, 1, "latency-bench") + body
+
+
+def _fill_wide_topic(bootstrap: str) -> None:
+    """One batch of one record in each partition of the wide topic, for its Fetch."""
+    batch = encode_batch([(None, RECORD, [], 0)])
+    body = REQUESTS[ApiKey.PRODUCE].encode_bytes(PRODUCE_VERSION, {
+        "transactional_id": None, "acks": 1, "timeout_ms": 30000,
+        "topic_data": [{"name": COSTS_TOPIC, "partition_data": [
+            {"index": i, "records": batch} for i in range(COSTS_PARTITIONS)]}]})
+    conn = BrokerConnection.from_address(bootstrap)
+    try:
+        conn.send_frame(encode_request_header(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "latency-bench") + body)
+        conn.receive_frame()
+    finally:
+        conn.close()
 
 
 def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
@@ -184,8 +217,13 @@ def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
         "PRODUCE 1 record": ("PRODUCE", _produce_frame(1)),
         "PRODUCE 100 records": ("PRODUCE", _produce_frame(100)),
         "PRODUCE 1,000 records": ("PRODUCE", _produce_frame(1000)),
+        "PRODUCE 1 MiB (10,000 records)": ("PRODUCE", _produce_frame(LARGE_PRODUCE_RECORDS, LARGE_TOPIC)),
         "FETCH 1 batch": ("FETCH", _fetch_frame(1)),
+        "FETCH 16 KiB": ("FETCH", _fetch_frame(16 << 10)),
+        "FETCH 64 KiB": ("FETCH", _fetch_frame(64 << 10)),
+        "FETCH 256 KiB": ("FETCH", _fetch_frame(256 << 10)),
         "FETCH 1 MiB": ("FETCH", _fetch_frame(1 << 20)),
+        f"FETCH {COSTS_PARTITIONS:,} partitions, 1 batch each": ("FETCH", _fetch_frame(1, COSTS_TOPIC, COSTS_PARTITIONS)),
         "METADATA 1 partition": ("METADATA", _metadata_frame(TOPIC)),
         f"METADATA {COSTS_PARTITIONS:,} partitions": ("METADATA", _metadata_frame(COSTS_TOPIC)),
         "API_VERSIONS": ("API_VERSIONS", encode_request_header(ApiKey.API_VERSIONS, 2, 1, "latency-bench")),
@@ -211,37 +249,85 @@ def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
     return found
 
 
-def _large_requests(bootstrap: str, frame: bytes, stop: Any) -> None:
-    """Child process: one large request after another (two in flight) until ``stop``."""
+def _large_requests(bootstrap: str, frame: bytes, stop: Any, every_s: float, answered: Any) -> None:
+    """Child process until ``stop``: one large request after another, two in flight, or with
+    ``every_s`` one at a time, one started every ``every_s`` seconds; counts the answers."""
     conn = BrokerConnection.from_address(bootstrap)
     try:
+        if every_s:
+            due = time.perf_counter()
+            while not stop.is_set():
+                conn.send_frame(frame)
+                conn.receive_frame()
+                answered.value += 1
+                due += every_s
+                time.sleep(max(0.0, due - time.perf_counter()))
+            return
         conn.send_frame(frame)
         while not stop.is_set():
             conn.send_frame(frame)
             conn.receive_frame()
+            answered.value += 1
         conn.receive_frame()
     finally:
         conn.close()
 
 
-def beside_large(bootstrap: str, requests: int) -> dict[str, Any]:
+def paced_round_trips(bootstrap: str, seconds: float, per_s: int) -> list[int]:
+    """One-record Produce requests sent at a fixed pace over a bare socket, whatever the answers
+    do (open loop): each one's time from when it was due to be sent to its answer, in ns. Unlike
+    the synchronous round trips, a stall of the broker delays every request due during it."""
+    frame = _SIZE_PREFIX.pack(len(small := _produce_frame(1))) + small
+    count = int(seconds * per_s)
+    conn = BrokerConnection.from_address(bootstrap)
+    answered_at: list[int] = []
+
+    def receive() -> None:
+        for _ in range(count):
+            conn.receive_frame()
+            answered_at.append(time.perf_counter_ns())
+
+    receiver = threading.Thread(target=receive, daemon=True)
+    receiver.start()
+    start = time.perf_counter_ns()
+    gap = 1_000_000_000 // per_s
+    try:
+        for i in range(count):
+            wait = start + i * gap - time.perf_counter_ns()
+            if wait > 0:
+                time.sleep(wait / 1e9)
+            conn.send_raw(frame)
+        receiver.join(60)
+    finally:
+        conn.close()
+    return sorted(t - (start + i * gap) for i, t in enumerate(answered_at))
+
+
+def beside_large(bootstrap: str, requests: int, large: bytes, every_s: float = 0.0,
+                 paced_s: float = 0.0) -> dict[str, Any]:
     """Synchronous one-record Produce round trips over a bare socket while another connection
-    asks for the metadata of the 1,000-partition topic without pause: how long a small request
-    waits behind large ones on the one reactor thread."""
+    sends the ``large`` request (without pause, or one every ``every_s``): how long a small
+    request waits behind large ones on the one reactor thread; and how many large ones a
+    second were answered meanwhile. With ``paced_s``, then as many seconds of PACED_PER_S
+    one-record Produce requests sent at a fixed pace (``paced_round_trips``)."""
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    load = ctx.Process(target=_large_requests, args=(bootstrap, _metadata_frame(COSTS_TOPIC), stop), daemon=True)
+    answered = ctx.Value("l", 0)
+    load = ctx.Process(target=_large_requests, args=(bootstrap, large, stop, every_s, answered), daemon=True)
     load.start()
     frame = _produce_frame(1)
     conn = BrokerConnection.from_address(bootstrap)
     took = []
     try:
         time.sleep(1.0)  # the load under way
+        answered0, t0 = answered.value, time.perf_counter()
         for _ in range(requests):
             t = time.perf_counter_ns()
             conn.send_frame(frame)
             conn.receive_frame()
             took.append(time.perf_counter_ns() - t)
+        large_per_s = (answered.value - answered0) / (time.perf_counter() - t0)
+        paced = paced_round_trips(bootstrap, paced_s, PACED_PER_S) if paced_s else []
     finally:
         conn.close()
         stop.set()
@@ -249,7 +335,12 @@ def beside_large(bootstrap: str, requests: int) -> dict[str, Any]:
         if load.is_alive():
             load.kill()
     took.sort()
-    return {f"p{q}_ms": round(_percentile(took, q) / 1e6, 3) for q in (50, 99, 99.9)}
+    found = {**{f"p{q}_ms": round(_percentile(took, q) / 1e6, 3) for q in (50, 99, 99.9)},
+             "large_per_s": round(large_per_s, 1)}
+    if paced:
+        found.update({f"paced_p{q}_ms": round(_percentile(paced, q) / 1e6, 3) for q in (50, 99, 99.9)})
+        found["paced_max_ms"] = round(paced[-1] / 1e6, 3)
+    return found
 
 
 def _burn(share: float, stop: Any) -> None:
@@ -287,7 +378,7 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if all(isinstance(r.get(k), (int, float)) for r in rounds)}
 
 
-SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner", "beside_large")
+SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner", "beside_large", "beside_produce", "beside_fetch")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sync-requests", type=int, default=3000)
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--burner-cores", type=float, default=0.3)
+    ap.add_argument("--paced-seconds", type=float, default=5.0,
+                    help="beside_fetch: seconds of small requests sent at a fixed pace (open loop)")
     ap.add_argument("--costs-seconds", type=float, default=2.0, help="per API and size in the per-request cost table")
     ap.add_argument("--only", help=f"comma-separated scenarios: {','.join(SCENARIOS)} (default: all)")
     ap.add_argument("--json")
@@ -318,13 +411,20 @@ def main(argv: list[str] | None = None) -> int:
             with AdminClient(bootstrap, timeout=30) as admin:
                 admin.create_topic(TOPIC, 1, 1)
                 admin.create_topic(COSTS_TOPIC, COSTS_PARTITIONS, 1)
+                admin.create_topic(LARGE_TOPIC, 1, 1)
+            _fill_wide_topic(bootstrap)
             scenarios = {
                 "costs": lambda: api_costs(bootstrap, broker, args.costs_seconds),
                 "batch1": lambda: batch1(bootstrap, broker, args.batch1_records),
                 "sync": lambda: sync_round_trips(bootstrap, broker, args.sync_requests),
                 "e2e_quiet": lambda: end_to_end(bootstrap, args.e2e_seconds, 0.0),
                 "e2e_burner": lambda: end_to_end(bootstrap, args.e2e_seconds, args.burner_cores),
-                "beside_large": lambda: beside_large(bootstrap, args.sync_requests),
+                "beside_large": lambda: beside_large(bootstrap, args.sync_requests, _metadata_frame(COSTS_TOPIC)),
+                "beside_produce": lambda: beside_large(
+                    bootstrap, args.sync_requests, _produce_frame(LARGE_PRODUCE_RECORDS, LARGE_TOPIC)),
+                "beside_fetch": lambda: beside_large(
+                    bootstrap, args.sync_requests, _fetch_frame(1 << 10, COSTS_TOPIC, COSTS_PARTITIONS), FETCH_EVERY_S,
+                    args.paced_seconds),
             }
             for name in chosen:
                 run = scenarios[name]

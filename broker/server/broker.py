@@ -40,7 +40,6 @@ from broker.server.replica_manager import ReplicaManager
 from broker.server.replication_quota import ReplicationQuota
 from broker.server.tls import ServerTlsContext
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
-from broker.server.turns import Turns
 from broker.storage.cleaner import CleanerProcesses
 from broker.storage.cleaner_manager import LogCleanerManager
 from broker.storage.config import LogConfig
@@ -98,7 +97,6 @@ class Broker:
         self.leader_quota = ReplicationQuota(config.leader_replication_throttled_rate)
         self.follower_quota = ReplicationQuota(config.follower_replication_throttled_rate)
         self.metadata = MetadataCache()
-        self.turns = Turns(reactor)  # large answers (Metadata of many partitions) built a slice per reactor turn
         self.controller: Controller | None = None
         self.cluster_watch = ClusterWatch(self)
         self.config_changes = ConfigChangeListener(self)
@@ -176,6 +174,7 @@ class Broker:
             config.max_incremental_fetch_session_cache_slots,
             min(SESSION_RESCAN_MAX_S, config.replica_lag_time_max_ms / 1000.0 / 3),
         )
+        self.turns = self._replicas.turns  # large answers (Metadata, Fetch of many partitions) a slice per reactor turn
         try:
             zk.ensure_paths()
             self.metadata.cluster_id = get_or_create_cluster_id(zk)

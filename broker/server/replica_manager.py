@@ -14,6 +14,7 @@ live here. Collaborators (clock, state store, metrics, follower fetchers) are in
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,12 +33,13 @@ from broker.protocol.errors import (
 from broker.server.clock import Clock, millis
 from broker.server.delayed_fetch import FetchPurgatory
 from broker.server.delayed_produce import ProducePurgatory
-from broker.server.fetch_parts import FetchedPartition, FetchResult, FetchWanted
+from broker.server.fetch_parts import FetchedPartition, FetchResult, FetchWanted, answered_records
 from broker.server.fetch_session import FetchContext, FetchSessionCache
 from broker.server.metadata import MetadataCache, PartitionInfo
 from broker.server.partition import ACKS_ALL, Partition
 from broker.server.purgatory import TopicPartition
 from broker.server.replication_quota import LEADER_REPLICAS, ReplicationQuota, is_throttled
+from broker.server.turns import Turns
 from broker.storage.config import LogConfig
 from broker.storage.log import PartitionLog
 from broker.storage.manager import LogManager
@@ -49,6 +51,8 @@ VALID_ACKS = (0, 1, ACKS_ALL)
 WAKE_ALL_BYTES = 1 << 62
 #: a lost ZooKeeper session is reported at most once per this many seconds
 SESSION_LOST_WARN_S = 60.0
+#: a fetch of more partitions is read this many per reactor turn (under 1 ms of work here)
+READ_SLICE_PARTITIONS = 32
 
 
 class PartitionStateStore(Protocol):
@@ -71,6 +75,25 @@ class FollowerFetchers(Protocol):
     def remove(self, tp: TopicPartition) -> None: ...
 
     def stop(self) -> None: ...
+
+
+class _Read:
+    """A fetch's read as it goes: the partitions read so far, their bytes, what is left of the
+    fetch's max bytes, and whether any partition failed."""
+
+    __slots__ = ("parts", "total", "remaining", "failed")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.parts: list[FetchedPartition] = []
+        self.total = 0
+        self.remaining = max_bytes
+        self.failed = False
+
+    def result(self) -> FetchResult:
+        return FetchResult(self.parts, self.total, self.failed)
+
+
+ReadOrLater = FetchResult | defer.Deferred[FetchResult]
 
 
 @dataclass
@@ -115,6 +138,7 @@ class ReplicaManager:
         self.replica_fetches = FetchPurgatory(self.clock)  # followers: woken by appends
         self.produces = ProducePurgatory(self.clock)  # acks=all: woken when the high watermark moves
         self.fetch_sessions = FetchSessionCache(self.fetch_session_slots, self.fetch_session_rescan_s, self.clock.seconds)
+        self.turns = Turns(self.clock)  # large work a slice per reactor turn: fetches here, Metadata in its handler
         self.now_ms = millis(self.clock)
         self._session_lost_warned_at = float("-inf")
         self.topic_overrides: dict[str, dict[str, str]] = {}  # each topic's /config/topics overrides
@@ -387,18 +411,25 @@ class ReplicaManager:
         follower = replica_id >= 0
         if follower:
             self._record_follower_positions(replica_id, wanted)
-        read = self._read(wanted, max_bytes, follower)
-        if max_wait_ms <= 0 or read.size >= min_bytes or read.failed:
-            return defer.succeed(read)
-        key = context.wait_key if context is not None else None
-        keys = frozenset([key]) if key is not None else frozenset((w.topic, w.partition) for w in wanted)
-        if not keys:
-            return defer.succeed(read)
-        purgatory = self.replica_fetches if follower else self.fetches
-        d = purgatory.wait(keys, min_bytes - read.size, max_wait_ms)
-        return d.addCallback(lambda _: self._read_again(replica_id, context.wanted() if context else wanted, max_bytes))
 
-    def _read_again(self, replica_id: int, wanted: list[FetchWanted], max_bytes: int) -> FetchResult:
+        def wait_if_short(read: FetchResult) -> FetchResult | defer.Deferred[FetchResult]:
+            if max_wait_ms <= 0 or read.size >= min_bytes or read.failed:
+                return read
+            key = context.wait_key if context is not None else None
+            keys = frozenset([key]) if key is not None else frozenset((w.topic, w.partition) for w in wanted)
+            if not keys:
+                return read
+            purgatory = self.replica_fetches if follower else self.fetches
+            d = purgatory.wait(keys, min_bytes - read.size, max_wait_ms)
+            return d.addCallback(lambda _: self._read_again(replica_id, context.wanted() if context else wanted, max_bytes))
+
+        read = self._read(wanted, max_bytes, follower)
+        if isinstance(read, defer.Deferred):
+            return read.addCallback(wait_if_short)
+        answer = wait_if_short(read)
+        return answer if isinstance(answer, defer.Deferred) else defer.succeed(answer)
+
+    def _read_again(self, replica_id: int, wanted: list[FetchWanted], max_bytes: int) -> ReadOrLater:
         """The read after a long poll: what the fetch wants now (a session's rescan names the
         follower's positions again, which keeps its caught-up times fresh)."""
         if replica_id >= 0:
@@ -411,13 +442,25 @@ class ReplicaManager:
             if p is not None and p.is_leader and (item.leader_epoch < 0 or item.leader_epoch == p.leader_epoch):
                 p.update_follower(replica_id, item.offset)
 
-    def _read(self, wanted: list[FetchWanted], max_bytes: int, follower: bool) -> FetchResult:
-        """Read every wanted partition within ``max_bytes``, whole batches, below the HW for consumers."""
-        remaining = max_bytes
-        total = 0
-        failed = False
-        parts: list[FetchedPartition] = []
-        for item in wanted:
+    def _read(self, wanted: list[FetchWanted], max_bytes: int, follower: bool) -> ReadOrLater:
+        """Every wanted partition read: at once, or for more than READ_SLICE_PARTITIONS partitions
+        a Deferred of it, read that many per reactor turn (small requests answered between)."""
+        read = _Read(max_bytes)
+        steps = self._read_steps(read, wanted, follower)
+        if len(wanted) <= READ_SLICE_PARTITIONS:
+            for _ in steps:
+                pass
+            return read.result()
+        return self.turns.run(steps).addCallback(lambda _: read.result())
+
+    def _read_steps(self, read: _Read, wanted: list[FetchWanted], follower: bool) -> Iterator[None]:
+        """Read each wanted partition into ``read``: whole batches within its max bytes and what
+        is left of the fetch's, below the high watermark for consumers; a step per
+        READ_SLICE_PARTITIONS partitions."""
+        parts = read.parts
+        for n, item in enumerate(wanted, 1):
+            if n % READ_SLICE_PARTITIONS == 0:
+                yield None
             # an error after the leader check still answers the high watermark and log start
             high_watermark = log_start_offset = -1
             try:
@@ -429,19 +472,20 @@ class ReplicaManager:
                     parts.append(FetchedPartition(item.topic, item.partition, ErrorCode.NONE, high_watermark,
                                                   log_start_offset, at_end=True))
                     continue
-                limit = min(item.max_bytes, remaining)
+                limit = min(item.max_bytes, read.remaining)
                 throttled = follower and self._leader_throttled(plog.config, item.partition)
                 if throttled and self.leader_quota.exceeded():
                     limit = 0  # over leader.replication.throttled.rate: this replica waits
-                if limit <= 0 and (total or throttled):
+                if limit <= 0 and (read.total or throttled):
                     parts.append(FetchedPartition(item.topic, item.partition, ErrorCode.NONE, high_watermark, log_start_offset))
                     continue
                 result = plog.read(
-                    item.offset, max(limit, 0), max_offset=None if follower else high_watermark, min_one_batch=total == 0
+                    item.offset, max(limit, 0), max_offset=None if follower else high_watermark,
+                    min_one_batch=read.total == 0,
                 )
             except KafkaError as exc:
                 parts.append(FetchedPartition(item.topic, item.partition, exc.code, high_watermark, log_start_offset))
-                failed = True
+                read.failed = True
                 continue
             parts.append(
                 FetchedPartition(
@@ -450,16 +494,15 @@ class ReplicaManager:
                     ErrorCode.NONE,
                     high_watermark,
                     log_start_offset,
-                    result.records,
+                    None if result.records is None else answered_records(result.records),
                     result.records_after_fetch_offset,
                 )
             )
             if result.records is not None:
-                total += result.records.size
-                remaining -= result.records.size
+                read.total += result.records.size
+                read.remaining -= result.records.size
                 if throttled:
                     self.leader_quota.record(result.records.size)
-        return FetchResult(parts, total, failed)
 
     def _leader_throttled(self, config: LogConfig, partition: int) -> bool:
         """Whether sending this replica to followers counts against leader.replication.throttled.rate."""

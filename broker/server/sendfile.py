@@ -2,7 +2,8 @@
 
 A slice is sent by a pull producer registered on the transport: Twisted asks it for more only
 when its own write buffer is empty, so bytes written before the slice go out before it, and the
-kernel copies the file straight to the socket. TLS transports cannot use it (the bytes must be
+kernel copies the file straight to the socket (a fetch answers small slices as bytes instead:
+``fetch_parts.COPY_BELOW_BYTES``). TLS transports cannot use it (the bytes must be
 encrypted in user space): ``ChunkSender`` reads a large slice in 1 MiB chunks, each written when
 the transport asks for more, so a big fetch over TLS never holds the whole slice in memory.
 """

@@ -1,7 +1,8 @@
 """Fetch: read whole batches below the high watermark, long-polling when there are too few.
 
 The replica layer reads and parks the fetch (``ReplicaManager.fetch_messages``); records are
-answered as file slices that the connection sends with ``os.sendfile``. From v7 a fetch may
+answered as file slices that the connection sends with ``os.sendfile`` (small ones as their bytes,
+``fetch_parts.answered_records``). From v7 a fetch may
 belong to a fetch session (``fetch_session``): it then names only what changed, and is answered
 only what is new.
 
@@ -97,10 +98,12 @@ def _down_converted(read: FetchResult, broker: Broker, wanted: list[FetchWanted]
     """The read with every partition's batches converted down to message format ``magic``."""
     parts = []
     for part, want in zip(read.partitions, wanted):
-        if isinstance(part.records, FileSlice):
+        records = part.records
+        if records is not None:
             started = time.perf_counter()
             try:
-                data, count = down_convert(part.records.read_bytes(), magic, want.offset, want.max_bytes)
+                data, count = down_convert(records.read_bytes() if isinstance(records, FileSlice) else records,
+                                           magic, want.offset, want.max_bytes)
             except KafkaError as exc:
                 part = part._replace(error_code=exc.code, records=None, records_after_fetch_offset=0)
             else:

@@ -177,7 +177,7 @@ def test_idle_session_long_polls_keep_a_follower_in_the_isr_and_an_append_wakes_
     context, d = fetch(session, epoch + 1, [], 10_000)
     result_of(replicas.produce("quiet", b"b"))  # wakes the session's parked fetch at once
     [part] = result_of(d)
-    assert part.records is not None and part.records.size > 0
+    assert part.records  # the appended batch, read
 
 
 def test_dropping_a_topic_takes_its_partitions_out_and_keeps_the_topic_counts() -> None:

@@ -10,37 +10,10 @@ from broker.protocol.messages import ApiKey
 from broker.server.handlers import metadata as metadata_handler
 from broker.server.metadata import BrokerEndpoint, PartitionInfo
 from broker.server.turns import Turns
+from tests.server.unit.hand_turns import HandTurnedReactor
 from tests.server.unit.wire import connect, decode, request, responses, unstarted_broker
 
 WIDE = 1_000
-
-
-class HandTurnedReactor:
-    """A reactor's turns by hand: what ``callLater(0, ...)`` schedules runs at the next ``turn()``,
-    not within the current one (a real reactor polls its sockets in between; task.Clock would
-    run it at once)."""
-
-    def __init__(self) -> None:
-        self.pending: list = []
-
-    def callLater(self, _delay, f, *args):  # noqa: N802 - IReactorTime's name
-        call = _Call(lambda: f(*args))
-        self.pending.append(call)
-        return call
-
-    def turn(self) -> None:
-        calls, self.pending = self.pending, []
-        for call in calls:
-            if not call.cancelled:
-                call.run()
-
-
-class _Call:
-    def __init__(self, run) -> None:
-        self.run, self.cancelled = run, False
-
-    def cancel(self) -> None:
-        self.cancelled = True
 
 
 def _broker():
