@@ -1,10 +1,9 @@
 """Fetch: read whole batches below the high watermark, long-polling when there are too few.
 
 The replica layer reads and parks the fetch (``ReplicaManager.fetch_messages``); records are
-answered as file slices that the connection sends with ``os.sendfile`` (small ones as their bytes,
-``fetch_parts.answered_records``). From v7 a fetch may
-belong to a fetch session (``fetch_session``): it then names only what changed, and is answered
-only what is new.
+answered as file slices that the connection sends with ``os.sendfile`` (small ones as their
+bytes, ``fetch_parts.answered_records``). From v7 a fetch may belong to a fetch session
+(``fetch_session``): it then names only what changed, and is answered only what is new.
 
 Versions 0-3 are for clients that read only message format v0/v1 (v0-1: magic 0, v2-3:
 magic 1), as Kafka answers them: what was read is converted down batch by batch
