@@ -13,19 +13,21 @@ magic 1), as Kafka answers them: what was read is converted down batch by batch
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
-from broker.protocol.messages import ApiKey
+from broker.protocol.messages import RESPONSES, ApiKey
 from broker.protocol.records.legacy import FETCH_MAGIC, down_convert
 from broker.security.api_acls import INTER_BROKER
 from broker.server.authz import requester
 from broker.server.dispatch import Handler
 from broker.server.fetch_parts import FetchedPartition, FetchResult, FetchWanted
 from broker.server.fetch_session import NO_SESSION
+from broker.server.sliced_answers import encode_in_steps
 from broker.storage.file_slice import FileSlice
 
 if TYPE_CHECKING:
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
 #: v7 brought fetch sessions (KIP-227, ``broker.server.fetch_session``)
 FIRST_SESSION_VERSION = 7
 NO_RESPONSE_LIMIT = 2**31 - 1  # v0-2 have no max_bytes: only each partition's limit applies, as in Kafka
+#: an answer of more partitions (none sent by sendfile) is built and encoded this many per reactor turn
+ANSWER_SLICE_PARTITIONS = 250
+FETCH_RESPONSE = RESPONSES[ApiKey.FETCH]
 
 
 def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferred[dict]:
@@ -84,7 +89,8 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> defer.Deferr
         d.addCallback(_with_denied, denied)
     if context is not None:
         d.addCallback(lambda read: read._replace(partitions=context.answer(read.partitions)))
-    return d.addCallback(_answer, broker, replica_id >= 0, context.session_id if context is not None else NO_SESSION)
+    return d.addCallback(_answer, broker, replica_id >= 0, context.session_id if context is not None else NO_SESSION,
+                         header.api_version)
 
 
 def _with_denied(read: FetchResult, denied: list[FetchWanted]) -> FetchResult:
@@ -112,12 +118,40 @@ def _down_converted(read: FetchResult, broker: Broker, wanted: list[FetchWanted]
     return read._replace(partitions=parts)
 
 
-def _answer(read: FetchResult, broker: Broker, follower: bool, session_id: int) -> dict:
-    """The response to send, its bytes and records counted in the metrics."""
-    topics: dict[str, list[dict[str, Any]]] = {}
+def _answer(read: FetchResult, broker: Broker, follower: bool, session_id: int, version: int) -> Any:
+    """The response to send, its bytes and records counted in the metrics; a Deferred of it when
+    it answers more than ANSWER_SLICE_PARTITIONS partitions, all as bytes (their part then
+    built and encoded that many per reactor turn; a FileSlice cannot be encoded ahead)."""
+    topics: dict[str, list[FetchedPartition]] = {}
     for part in read.partitions:
-        size = part.records.size if isinstance(part.records, FileSlice) else len(part.records or b"")
-        topics.setdefault(part.topic, []).append({
+        topics.setdefault(part.topic, []).append(part)
+    response: dict[str, Any] = {
+        "throttle_time_ms": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": session_id,
+        "responses": [{"topic": topic, "partitions": parts} for topic, parts in topics.items()],
+    }
+    answered = _partition_answer(broker, follower)
+    parts = read.partitions
+    if len(parts) > ANSWER_SLICE_PARTITIONS and not any(isinstance(p.records, FileSlice) for p in parts):
+        steps = encode_in_steps(FETCH_RESPONSE.items_encoder(version, ("responses", "partitions")),
+                                response["responses"], "partitions", answered, ANSWER_SLICE_PARTITIONS)
+        return broker.turns.run(steps).addCallback(lambda _: response)
+    for topic in response["responses"]:
+        topic["partitions"] = [answered(part) for part in topic["partitions"]]
+    return response
+
+
+def _partition_answer(broker: Broker, follower: bool) -> Callable[[FetchedPartition], dict[str, Any]]:
+    """A partition's answer, its records counted in the metrics as it is made."""
+    fetched = broker.metrics.fetched
+
+    def answer(part: FetchedPartition) -> dict[str, Any]:
+        records = part.records
+        if records is not None:
+            fetched(part.topic, records.size if isinstance(records, FileSlice) else len(records), part.records_after_fetch_offset,
+                    follower)
+        return {
             "partition_index": part.partition,
             "error_code": part.error_code,
             "high_watermark": part.high_watermark,
@@ -125,16 +159,10 @@ def _answer(read: FetchResult, broker: Broker, follower: bool, session_id: int) 
             "log_start_offset": part.log_start_offset,
             "aborted_transactions": None,
             "preferred_read_replica": -1,
-            "records": part.records if part.records is not None else b"",
-        })
-        if part.records is not None:
-            broker.metrics.fetched(part.topic, size, part.records_after_fetch_offset, follower)
-    return {
-        "throttle_time_ms": 0,
-        "error_code": ErrorCode.NONE,
-        "session_id": session_id,
-        "responses": [{"topic": topic, "partitions": parts} for topic, parts in topics.items()],
-    }
+            "records": records if records is not None else b"",
+        }
+
+    return answer
 
 
 HANDLER = Handler(ApiKey.FETCH, 0, 11, handle)

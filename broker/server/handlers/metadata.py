@@ -18,12 +18,12 @@ from twisted.internet import defer
 from broker.protocol.errors import ErrorCode, KafkaError
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import RESPONSES, ApiKey
-from broker.protocol.types import EncodedItems
 from broker.security.acl import ResourceType
 from broker.security.api_acls import CLUSTER_CREATE, TOPIC_CREATE
 from broker.server.authz import Requester, requester
 from broker.server.dispatch import Handler
 from broker.server.metadata import PartitionInfo
+from broker.server.sliced_answers import encode_in_steps
 from broker.server.topics import validate_topic_name
 
 if TYPE_CHECKING:
@@ -108,20 +108,9 @@ def _build(broker: Broker, version: int, names: list[str] | None, errors: dict[s
 def _encode_partitions(broker: Broker, version: int, topics: list[dict]) -> Iterator[None]:
     """Each topic's partitions (PartitionInfos, as ``_response`` leaves them) built and encoded, about
     SLICE_PARTITIONS a step: a step is one reactor turn's work."""
-    encode = METADATA_RESPONSE.items_encoder(version, ("topics", "partitions"))
     live = set(broker.metadata.brokers)  # the brokers alive when the answer began
-    since_yield = 0
-    for topic in topics:
-        infos = topic["partitions"]
-        pieces = []
-        for start in range(0, len(infos), SLICE_PARTITIONS):
-            piece = infos[start:start + SLICE_PARTITIONS]
-            pieces.append(encode([_partition(info, live) for info in piece]).data)
-            since_yield += len(piece)
-            if since_yield >= SLICE_PARTITIONS:
-                since_yield = 0
-                yield None
-        topic["partitions"] = EncodedItems(len(infos), b"".join(pieces))
+    return encode_in_steps(METADATA_RESPONSE.items_encoder(version, ("topics", "partitions")), topics, "partitions",
+                           lambda info: _partition(info, live), SLICE_PARTITIONS)
 
 
 def _response(broker: Broker, names: list[str], errors: dict[str, int], who: Requester, listener: str | None,
