@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/latency.py [--rounds 3] [--batch1-records 100000] [--sync-requests 3000]
                                       [--e2e-seconds 10] [--burner-cores 0.3] [--costs-seconds 2]
+                                      [--wide-partitions 1000] [--fetch-every-s 0.5] [--paced-seconds 5]
                                       [--only costs,batch1,...] [--json out.json]
 
 A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of one partition
@@ -29,7 +30,7 @@ A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of o
 5. **beside produce**: the same beside 1 MiB Produce requests (one batch of 10,000 100-byte
    records to another topic, two in flight);
 6. **beside fetch**: the same beside Fetch requests of the 1,000-partition topic (one small
-   batch in each partition), one started every 500 ms (``FETCH_EVERY_S``), one at a time: the
+   batch in each partition), one started every 500 ms (``--fetch-every-s``), one at a time: the
    same offered load whatever a fetch costs; then ``--paced-seconds`` of one-record Produce
    requests sent 1,000 a second whatever the answers do (open loop: a stall delays every
    request due during it, which the synchronous round trips hide), p50/p99/p99.9/max.
@@ -382,6 +383,7 @@ SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner", "beside_large
 
 
 def main(argv: list[str] | None = None) -> int:
+    global COSTS_PARTITIONS
     stop_cleanly_on_signals()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -389,12 +391,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sync-requests", type=int, default=3000)
     ap.add_argument("--e2e-seconds", type=float, default=10.0)
     ap.add_argument("--burner-cores", type=float, default=0.3)
+    ap.add_argument("--wide-partitions", type=int, default=COSTS_PARTITIONS,
+                    help="partitions of the wide topic (Metadata and Fetch of many partitions)")
+    ap.add_argument("--fetch-every-s", type=float, default=FETCH_EVERY_S, help="beside_fetch: seconds between wide fetches")
     ap.add_argument("--paced-seconds", type=float, default=5.0,
                     help="beside_fetch: seconds of small requests sent at a fixed pace (open loop)")
     ap.add_argument("--costs-seconds", type=float, default=2.0, help="per API and size in the per-request cost table")
     ap.add_argument("--only", help=f"comma-separated scenarios: {','.join(SCENARIOS)} (default: all)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    COSTS_PARTITIONS = args.wide_partitions
     chosen = args.only.split(",") if args.only else list(SCENARIOS)
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
@@ -423,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                 "beside_produce": lambda: beside_large(
                     bootstrap, args.sync_requests, _produce_frame(LARGE_PRODUCE_RECORDS, LARGE_TOPIC)),
                 "beside_fetch": lambda: beside_large(
-                    bootstrap, args.sync_requests, _fetch_frame(1 << 10, COSTS_TOPIC, COSTS_PARTITIONS), FETCH_EVERY_S,
+                    bootstrap, args.sync_requests, _fetch_frame(1 << 10, COSTS_TOPIC, COSTS_PARTITIONS), args.fetch_every_s,
                     args.paced_seconds),
             }
             for name in chosen:
