@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import statistics
-import struct
 import sys
 import tempfile
 import threading
@@ -72,7 +71,6 @@ from broker.protocol.messages import REQUESTS, ApiKey  # noqa: E402
 from broker.protocol.records.batches import encode_batch  # noqa: E402
 
 RECORD = b"x" * 100
-_SIZE_PREFIX = struct.Struct(">i")
 TOPIC = "lat"
 PRODUCE_VERSION = 7
 
@@ -278,7 +276,7 @@ def paced_round_trips(bootstrap: str, seconds: float, per_s: int) -> list[int]:
     """One-record Produce requests sent at a fixed pace over a bare socket, whatever the answers
     do (open loop): each one's time from when it was due to be sent to its answer, in ns. Unlike
     the synchronous round trips, a stall of the broker delays every request due during it."""
-    frame = _SIZE_PREFIX.pack(len(small := _produce_frame(1))) + small
+    frame = _produce_frame(1)
     count = int(seconds * per_s)
     conn = BrokerConnection.from_address(bootstrap)
     answered_at: list[int] = []
@@ -297,7 +295,7 @@ def paced_round_trips(bootstrap: str, seconds: float, per_s: int) -> list[int]:
             wait = start + i * gap - time.perf_counter_ns()
             if wait > 0:
                 time.sleep(wait / 1e9)
-            conn.send_raw(frame)
+            conn.send_frame(frame)
         receiver.join(60)
     finally:
         conn.close()
