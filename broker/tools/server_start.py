@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from broker.cluster.zk import BrokerIdInUseError
     from broker.server.broker import Broker
-    from broker.server.heap import REFREEZE_INTERVAL_S, collect_and_freeze
+    from broker.server.heap import REFREEZE_INTERVAL_S, FreezeAfterSlowCollections, collect_and_freeze
 
     globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stdout)], redirectStandardIO=False)
     # kazoo's and our ZooKeeper module's warnings (connection retries, a registration wait) are log
@@ -61,5 +61,6 @@ def run(args: argparse.Namespace) -> int:
     refreeze = LoopingCall(collect_and_freeze)
     refreeze.clock = reactor
     reactor.callWhenRunning(lambda: refreeze.start(REFREEZE_INTERVAL_S, now=True))
+    FreezeAfterSlowCollections(reactor.callFromThread).install()
     reactor.run()
     return 0
