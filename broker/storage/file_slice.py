@@ -59,17 +59,25 @@ class SegmentFile:
 
 @dataclass(slots=True, eq=False)
 class FileSlice:
-    """``size`` bytes at ``position`` of an open segment file, for ``os.sendfile``."""
+    """``size`` bytes at ``position`` of an open segment file, for ``os.sendfile``.
+
+    ``held``, when set, is bytes the read already has that hold the slice from ``held_at``:
+    reading the slice then needs no second pread.
+    """
 
     file: SegmentFile
     position: int
     size: int
+    held: bytes | None = None
+    held_at: int = 0
 
     def fileno(self) -> int:
         return self.file.fileno()
 
     def read_bytes(self) -> bytes:
         """The slice's bytes (the TLS/test fallback); short only if the log was truncated since."""
+        if self.held is not None:
+            return self.held[self.held_at:self.held_at + self.size]
         return self.file.pread(self.size, self.position)
 
     def __repr__(self) -> str:

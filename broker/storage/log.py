@@ -510,14 +510,14 @@ class PartitionLog:
             i = max(0, bisect_right(self._bases, offset) - 1)
             found = None
             while i < len(segments):
-                found = segments[i].translate_offset(offset)
+                found = segments[i].locate(offset)
                 if found is not None:
                     break
                 i += 1
             if found is None:
                 return self._empty(offset)
             seg = segments[i]
-            pos, header = found
+            pos, header, walked, walked_pos = found
             if header.base_offset >= limit:
                 return self._empty(offset)
             end = seg.size
@@ -534,9 +534,10 @@ class PartitionLog:
                 return self._empty(offset)
             if size < end - pos or end_offset is None:
                 end_offset = seg.offset_after_batches(pos, header.base_offset, pos + size)
-            return ReadResult(
-                FileSlice(seg.file, pos, size), offset, header.base_offset, lso, leo, self.high_watermark, end_offset
-            )
+            held_at = pos - walked_pos
+            held = walked if held_at + size <= len(walked) else None
+            return ReadResult(FileSlice(seg.file, pos, size, held, held_at), offset, header.base_offset, lso, leo,
+                              self.high_watermark, end_offset)
 
     def _empty(self, offset: int) -> ReadResult:
         return ReadResult(None, offset, -1, self._lso, self._leo, self.high_watermark)

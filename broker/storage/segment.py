@@ -170,6 +170,11 @@ class LogSegment:
         Reads headers only (no CRC), a small window per pread; stops at a partial or
         impossible header.
         """
+        for pos, header, _, _ in self._walk_headers(start, end):
+            yield pos, header
+
+    def _walk_headers(self, start: int, end: int | None) -> Iterator[tuple[int, BatchHeader, bytes, int]]:
+        """iter_headers' walk, with the window read last and its position in the file."""
         end = self.size if end is None else end
         pos = start
         buf = b""
@@ -185,16 +190,22 @@ class LogSegment:
             header = read_header(buf, off)
             if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > end:
                 return
-            yield pos, header
+            yield pos, header, buf, buf_pos
             pos += header.size
 
     def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """Position and header of the first batch whose last offset is >= ``offset``."""
+        found = self.locate(offset)
+        return None if found is None else (found[0], found[1])
+
+    def locate(self, offset: int) -> tuple[int, BatchHeader, bytes, int] | None:
+        """translate_offset's answer, with the bytes its walk read last and their position in the
+        file: a small read that lies inside them needs no second pread."""
         self.ensure_indexes()
         _, start = self.offset_index.lookup(offset)
-        for pos, header in self.iter_headers(start):
-            if header.last_offset >= offset:
-                return pos, header
+        for found in self._walk_headers(start, None):
+            if found[1].last_offset >= offset:
+                return found
         return None
 
     def offset_after_batches(self, start: int, start_offset: int, end: int) -> int:
