@@ -300,7 +300,11 @@ class KafkaConnection(Protocol):
                 self._sending_slice = True
                 SliceSender(transport, part, self._slice_sent).start()
             elif part.size <= CHUNK_BYTES:
-                transport.write(part.read_bytes())
+                data = part.read_bytes()
+                if len(data) < part.size:  # the frame's size promised bytes the log no longer has
+                    self._close("log segment was truncated under a fetch", abort=True)
+                    return
+                transport.write(data)
             else:
                 self._sending_slice = True
                 ChunkSender(transport, part, self._slice_sent).start()
@@ -310,7 +314,8 @@ class KafkaConnection(Protocol):
         self._sending_slice = False
         self._pump()
 
-    def _close(self, why: str) -> None:
+    def _close(self, why: str, *, abort: bool = False) -> None:
+        """Close after the bytes written so far; ``abort``: at once (a response was cut short)."""
         if self._closed:
             return
         log.info("closing connection from {peer}: {why}", peer=self._peer(), why=why)
@@ -318,7 +323,10 @@ class KafkaConnection(Protocol):
         self._buffer = bytearray()
         self._large = None
         transport: Any = self.transport
-        transport.loseConnection()
+        if abort:
+            transport.abortConnection()
+        else:
+            transport.loseConnection()
 
     def _peer(self) -> Any:
         transport: Any = self.transport

@@ -1,6 +1,7 @@
 """Framing on one connection (a StringTransport, no socket): size-prefixed frames may be split
 across reads or share one, an oversized or negative size closes the connection, and responses
-go out in request order even when they complete out of order."""
+go out in request order even when they complete out of order; a file slice through a
+transport without sendfile (TLS) is written whole, or the connection aborted if the log lost it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import struct
 from twisted.internet import defer
 
 from broker.protocol.messages import ApiKey
+from broker.protocol.records import encode_batch
 from broker.server.broker import Broker
 from broker.server.dispatch import Dispatcher, Handler
+from broker.server.fetch_parts import FetchedPartition, FetchResult
+from broker.server.handlers import fetch as fetch_handler
+from broker.storage.file_slice import FileSlice, SegmentFile
 from tests.server.unit.wire import MAX_REQUEST_BYTES, connect, decode, request, responses, unstarted_broker
 
 
@@ -147,3 +152,42 @@ def test_a_handler_sees_the_clients_address_while_it_runs() -> None:
     connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 1))
     assert seen == [transport.getPeer().host] and seen[0]
     assert broker.request_peer_host is None, "only while the request is dispatched"
+
+
+def _fetch_answering(records: FileSlice) -> Dispatcher:
+    """A dispatcher whose Fetch v4 answers one partition with ``records``."""
+    def answer(broker_: Broker, header: object, body: dict) -> object:
+        read = FetchResult([FetchedPartition("t", 0, 0, 1, 0, records, 1)], records.size, False)
+        return fetch_handler._answer(read, broker_, False, 0, 4)
+
+    return Dispatcher([Handler(ApiKey.FETCH, 4, 4, answer)])
+
+
+def _fetch_request() -> bytes:
+    return request(ApiKey.FETCH, 4, 9, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                                         "isolation_level": 0, "topics": []})
+
+
+def test_a_slice_through_a_transport_without_sendfile_is_answered_whole(tmp_path) -> None:
+    batch = encode_batch([(None, b"x" * 100, [], 0)])
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(batch)
+    connection, transport = connect(unstarted_broker(), _fetch_answering(FileSlice(SegmentFile(str(path)), 0, len(batch))))
+    connection.dataReceived(_fetch_request())  # a StringTransport has no socket: the TLS path, bytes written
+    [(correlation_id, body)] = responses(transport)
+    assert correlation_id == 9
+    assert decode(ApiKey.FETCH, 4, body)["responses"][0]["partitions"][0]["records"] == batch
+    assert not transport.disconnecting
+
+
+def test_a_slice_the_log_lost_bytes_of_aborts_the_connection_rather_than_answer_short(tmp_path) -> None:
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(encode_batch([(None, b"x" * 100, [], 0)]))
+    truncated = FileSlice(SegmentFile(str(path)), 0, path.stat().st_size + 50)  # truncated since the read
+    connection, transport = connect(unstarted_broker(), _fetch_answering(truncated))
+    connection.dataReceived(_fetch_request())
+    assert transport.disconnected  # StringTransport.abortConnection sets it; loseConnection does not
+    (size,) = struct.unpack_from(">i", transport.value())
+    assert len(transport.value()) < 4 + size  # the frame was never completed with short bytes
+    connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 1))
+    assert len(transport.value()) < 4 + size, "nothing more is answered on an aborted connection"
