@@ -36,7 +36,7 @@ from broker.storage.file_slice import FileSlice
 from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager, delete_snapshots
 from broker.storage.segment import BatchEntry, LogSegment
-from broker.storage.validator import policy_of, validate_batch
+from broker.storage.validator import TimestampPolicy, policy_of, validate_batch
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,7 @@ class PartitionLog:
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._producers = ProducerStateManager()
+        self._policy: tuple[LogConfig, TimestampPolicy] | None = None  # policy_of(config), with the config it came from
         self._leo = 0
         self._lso = 0
         self._rp = 0
@@ -325,7 +326,10 @@ class PartitionLog:
             batches.append((pos, header))
         if size > config.segment_bytes:
             raise RecordListTooLargeError(f"{size} bytes of batches exceed segment.bytes={config.segment_bytes}")
-        policy, now = policy_of(config), self._time_ms()
+        cached = self._policy
+        if cached is None or cached[0] is not config:
+            cached = self._policy = (config, policy_of(config))
+        policy, now = cached[1], self._time_ms()
         max_timestamps = [validate_batch(records, pos, header, policy, now) for pos, header in batches]
 
         with self._lock:
