@@ -1,7 +1,13 @@
 """Kafka's LogValidator on the produce append (broker.storage.validator): counts, offset
-deltas, timestamps, keys on compacted topics, the batch's max timestamp set from its records."""
+deltas, timestamps, keys on compacted topics, the batch's max timestamp set from its records.
+The three record walks (Python, numpy arrays, the compiled fields_c pass the array walk tries
+first) find the same deltas and refuse the same records."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +23,36 @@ from tests.storage.batches import build_batch
 from tests.storage.helpers import FakeClock, open_log, read_from
 
 NOW = 1_000_000
+
+
+@contextmanager
+def _without_the_compiled_walk() -> Iterator[None]:
+    """As on a machine without a C compiler: no fields_c in front of the array walk."""
+    saved, V.fields_c = V.fields_c, None
+    try:
+        yield
+    finally:
+        V.fields_c = saved
+
+
+def _arrays_only(*args: Any) -> tuple[int, int]:
+    with _without_the_compiled_walk():
+        return V._walk_arrays(*args)
+
+
+def _arrays_only_span_deltas(*args: Any) -> tuple[int, int]:
+    with _without_the_compiled_walk():
+        return V.records_span_deltas(*args)
+
+
+WALKS = (V.walk_records, V._walk_arrays, _arrays_only)
+
+
+def _outcome(walk, batch: bytes | bytearray, header: L.BatchHeader, need_keys: bool) -> tuple[int, int] | str:
+    try:
+        return walk(batch, L.HEADER_SIZE, len(batch), header, need_keys)
+    except InvalidRecordError as exc:
+        return str(exc)
 
 
 def _with_max_ts(batch: bytearray, max_ts: int) -> bytearray:
@@ -141,9 +177,8 @@ def test_the_python_and_array_walks_agree() -> None:
     batch = bytes(encode_batch([(b"k" if i % 3 else None, b"x" * sizes[i % 4], [("h", b"1")] if i % 5 == 0 else None,
                                  NOW + (i * 37) % 20_000 - 10_000) for i in range(120)]))
     header = L.read_header(batch)
-    assert V.walk_records(batch, L.HEADER_SIZE, len(batch), header, False) == \
-        V._walk_arrays(batch, L.HEADER_SIZE, len(batch), header, False)
-    for walk in (V.walk_records, V._walk_arrays):
+    assert len({walk(batch, L.HEADER_SIZE, len(batch), header, False) for walk in WALKS}) == 1
+    for walk in WALKS:
         with pytest.raises(InvalidRecordError, match="without key"):
             walk(batch, L.HEADER_SIZE, len(batch), header, True)
 
@@ -191,11 +226,27 @@ def test_the_gathered_framing_path_agrees_with_the_python_walk(deltas: list[int]
     batch = _crafted(records, len(deltas))
     header = L.read_header(batch)
     for need_keys in (False, True):
-        answers = []
-        for walk in (V.walk_records, V._walk_arrays):
-            try:
-                answers.append(walk(batch, L.HEADER_SIZE, len(batch), header, need_keys))
-            except InvalidRecordError as exc:
-                answers.append(str(exc))
-        assert answers[0] == answers[1]
+        answers = [_outcome(walk, batch, header, need_keys) for walk in WALKS]
+        assert answers[0] == answers[1] == answers[2]
     assert answers[0] == (min(deltas), max(deltas)) or keyless.intersection(range(len(deltas)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 300), min_size=V.ARRAY_WALK_MIN_RECORDS, max_size=120), data=st.data())
+def test_damaged_records_get_the_same_answer_from_the_compiled_and_the_array_walk(sizes: list[int], data) -> None:
+    """Bytes overwritten inside a batch's records (its CRC made to match, as a faulty client
+    would): the compiled pass either finds what the array walk finds or refuses, and the array
+    walk then says what is wrong, so the answer is the same, and always InvalidRecordError."""
+    if V.np is None:
+        pytest.skip("numpy is not installed")
+    records = b"".join(encode_record(i, (i * 7) % 300 - 150, b"k" if i % 4 else None, b"v" * size,
+                                     [("h", b"1")] if i % 9 == 0 else ()) for i, size in enumerate(sizes))
+    damaged = bytearray(records)
+    for _ in range(data.draw(st.integers(0, 3))):
+        damaged[data.draw(st.integers(0, len(damaged) - 1))] = data.draw(st.integers(0, 255))
+    batch = _crafted(bytes(damaged), len(sizes))
+    header = L.read_header(batch)
+    for need_keys in (False, True):  # any error but InvalidRecordError (Kafka's CORRUPT_MESSAGE) fails the test
+        compiled = _outcome(V.records_span_deltas, batch, header, need_keys)
+        assert compiled == _outcome(_arrays_only_span_deltas, batch, header, need_keys)
+
