@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import statistics
+import struct
 import sys
 import tempfile
 import threading
@@ -67,7 +68,7 @@ from broker.client.connection import BrokerConnection  # noqa: E402
 from broker.cluster.local_cluster import LocalCluster  # noqa: E402
 from broker.cluster.net import free_port  # noqa: E402
 from broker.protocol.header import encode_request_header  # noqa: E402
-from broker.protocol.messages import REQUESTS, ApiKey  # noqa: E402
+from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey  # noqa: E402
 from broker.protocol.records.batches import encode_batch  # noqa: E402
 
 RECORD = b"x" * 100
@@ -170,6 +171,9 @@ PACED_PER_S = 1000  # beside_fetch's paced small requests a second
 FETCH_EVERY_S = 0.5  # beside_fetch: a Fetch of 1,000 partitions started this often (the old path kept up)
 LARGE_TOPIC = "lat-large"
 LARGE_PRODUCE_RECORDS = 10_000  # one batch of about 1 MiB
+#: the large topic's max.message.bytes: its one batch of 10,000 records (1.06 MiB) is above
+#: Kafka's default of 1 MiB, which would answer MESSAGE_TOO_LARGE without appending anything
+LARGE_MAX_MESSAGE_BYTES = 2 << 20
 
 
 def _produce_frame(records: int, topic: str = TOPIC) -> bytes:
@@ -209,6 +213,29 @@ def _fill_wide_topic(bootstrap: str) -> None:
         conn.close()
 
 
+def refused_codes(frame: bytes, answer: bytes) -> set[int]:
+    """The non-zero error codes anywhere in ``answer``, the response to the request ``frame``
+    (its header v0/v1 and the body after the correlation id)."""
+    api_key, version = struct.unpack_from(">hh", frame)
+    codes: set[int] = set()
+    todo: list[Any] = [RESPONSES[ApiKey(api_key)].decode(version, answer[4:])]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            codes.add(value.get("error_code", 0))
+            todo.extend(value.values())
+        elif isinstance(value, list):
+            todo.extend(value)
+    return codes - {0}
+
+
+def require_accepted(label: str, frame: bytes, answer: bytes) -> None:
+    """A request the broker refuses would measure the refusal, not the work: stop instead."""
+    codes = refused_codes(frame, answer)
+    if codes:
+        raise RuntimeError(f"{label}: the broker answered error codes {sorted(codes)}")
+
+
 def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
     """The broker's CPU per request by API and size: one request encoded once, sent pipelined
     (64 in flight) over a bare socket for ``seconds``, so the client's cost is not in it."""
@@ -234,7 +261,8 @@ def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
             window = 64
             for _ in range(window):  # warm-up
                 conn.send_frame(frame)
-            for _ in range(window):
+            require_accepted(label, frame, conn.receive_frame())
+            for _ in range(window - 1):
                 conn.receive_frame()
             cpu0, n0 = broker.cpu_s(), broker.requests(api)
             t0 = time.perf_counter()
@@ -309,6 +337,12 @@ def beside_large(bootstrap: str, requests: int, large: bytes, every_s: float = 0
     request waits behind large ones on the one reactor thread; and how many large ones a
     second were answered meanwhile. With ``paced_s``, then as many seconds of PACED_PER_S
     one-record Produce requests sent at a fixed pace (``paced_round_trips``)."""
+    checking = BrokerConnection.from_address(bootstrap)
+    try:
+        checking.send_frame(large)
+        require_accepted("the large request", large, checking.receive_frame())
+    finally:
+        checking.close()
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
     answered = ctx.Value("l", 0)
@@ -415,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             with AdminClient(bootstrap, timeout=30) as admin:
                 admin.create_topic(TOPIC, 1, 1)
                 admin.create_topic(COSTS_TOPIC, COSTS_PARTITIONS, 1)
-                admin.create_topic(LARGE_TOPIC, 1, 1)
+                admin.create_topic(LARGE_TOPIC, 1, 1, {"max.message.bytes": str(LARGE_MAX_MESSAGE_BYTES)})
             _fill_wide_topic(bootstrap)
             scenarios = {
                 "costs": lambda: api_costs(bootstrap, broker, args.costs_seconds),
