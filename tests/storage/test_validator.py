@@ -5,8 +5,7 @@ first) find the same deltas and refuse the same records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,25 +24,20 @@ from tests.storage.helpers import FakeClock, open_log, read_from
 NOW = 1_000_000
 
 
-@contextmanager
-def _without_the_compiled_walk() -> Iterator[None]:
-    """As on a machine without a C compiler: no fields_c in front of the array walk."""
-    saved, V.fields_c = V.fields_c, None
-    try:
-        yield
-    finally:
-        V.fields_c = saved
+def _without_the_compiled_walk(walk: Callable[..., tuple[int, int]]) -> Callable[..., tuple[int, int]]:
+    """``walk`` as on a machine without a C compiler: no fields_c in front of the array walk."""
+    def run(*args: Any) -> tuple[int, int]:
+        saved, V.fields_c = V.fields_c, None
+        try:
+            return walk(*args)
+        finally:
+            V.fields_c = saved
+
+    return run
 
 
-def _arrays_only(*args: Any) -> tuple[int, int]:
-    with _without_the_compiled_walk():
-        return V._walk_arrays(*args)
-
-
-def _arrays_only_span_deltas(*args: Any) -> tuple[int, int]:
-    with _without_the_compiled_walk():
-        return V.records_span_deltas(*args)
-
+_arrays_only = _without_the_compiled_walk(V._walk_arrays)
+_arrays_only_span_deltas = _without_the_compiled_walk(V.records_span_deltas)
 
 WALKS = (V.walk_records, V._walk_arrays, _arrays_only)
 
