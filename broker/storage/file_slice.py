@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+
+# The last close of an unlinked file frees its blocks: most of a second for a 1 GiB segment on
+# ext4 here. One thread of its own does it, so no caller (the broker's reactor) waits for it.
+_CLOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deleted-segment-closer")
+
+
+def deleted_files_closed() -> Future[None]:
+    """Done once every close of a deleted file asked for so far has run (one worker, in order)."""
+    return _CLOSER.submit(lambda: None)
 
 
 class SegmentFile:
     """An open ``.log`` file. Its descriptor closes when the last holder drops it.
 
     Retention unlinks a segment and drops the log's reference, but a ``FileSlice`` being
-    sent keeps this object (and so the descriptor and the unlinked inode) alive.
+    sent keeps this object (and so the descriptor and the unlinked inode) alive. The close of
+    an unlinked file runs in the closer thread.
     """
 
-    __slots__ = ("fd", "path")
+    __slots__ = ("fd", "path", "deleted")
 
     def __init__(self, path: str, *, create: bool = False) -> None:
         flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         self.path = path
+        self.deleted = False
         self.fd = -1
         self.fd = os.open(path, flags, 0o644)
 
@@ -42,10 +54,25 @@ class SegmentFile:
             got += len(more)
         return b"".join(parts)
 
+    def unlink(self) -> None:
+        """Remove the file's name; the descriptor stays open for its holders."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self.deleted = True
+
     def close(self) -> None:
         fd, self.fd = self.fd, -1
-        if fd >= 0:
-            os.close(fd)
+        if fd < 0:
+            return
+        if self.deleted:
+            try:
+                _CLOSER.submit(os.close, fd)
+                return
+            except RuntimeError:  # the interpreter is shutting down: no thread to hand it to
+                pass
+        os.close(fd)
 
     def __del__(self) -> None:
         try:

@@ -120,7 +120,8 @@ class LogSegment:
 
     def delete_files(self) -> None:
         """Unlink the files. The descriptor stays open for slices still holding the file."""
-        for path in (self.path, self.offset_index.path, self.time_index.path):
+        self.file.unlink()
+        for path in (self.offset_index.path, self.time_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 
 from broker.protocol.errors import OffsetOutOfRangeError
+from broker.storage.file_slice import deleted_files_closed
 from tests.storage.batches import batch_of_size, build_batch, values_in
 from tests.storage.helpers import FakeClock, open_log, read_from, segment_files
 
@@ -88,6 +90,33 @@ def test_reader_of_deleted_segment_keeps_reading(tmp_path) -> None:
         os.close(out_r)
         os.close(out_w)
     assert values_in(expected)[0] == (0, b"0000")
+
+
+def test_deleted_segments_close_in_the_closer_thread_once_no_slice_holds_them(tmp_path, monkeypatch) -> None:
+    """The last close of a deleted 1 GiB segment frees its blocks (most of a second here): it
+    must not run in the thread that deleted the segment or dropped the last slice."""
+    log = open_log(tmp_path / "t-0", segment_bytes=400, retention_ms=1)
+    _fill(log, 12)
+    held = log.read(0, 10_000).records
+    fd = held.fileno()
+    closes: list[tuple[int, str]] = []
+    real_close = os.close
+
+    def close(descriptor: int) -> None:
+        closes.append((descriptor, threading.current_thread().name))
+        real_close(descriptor)
+
+    monkeypatch.setattr(os, "close", close)
+    deleted = log.delete_expired_segments(10**12)
+    assert deleted > 1
+    deleted_files_closed().result(10)
+    assert fd not in [d for d, _ in closes]  # the slice still holds it
+    assert os.readlink(f"/proc/self/fd/{fd}").endswith("00000000000000000000.log (deleted)")
+    del held
+    deleted_files_closed().result(10)
+    assert fd in [d for d, _ in closes]
+    assert len(closes) == deleted
+    assert {thread for _, thread in closes} == {"deleted-segment-closer_0"}
 
 
 def test_log_start_offset_survives_reopen(tmp_path) -> None:
