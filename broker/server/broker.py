@@ -121,9 +121,10 @@ class Broker:
         self.endpoints: list[Listener] = []
         self._ports: list[Any] = []
         self._loops: list[LoopingCall] = []
-        # flush passes run in a worker thread (a roll's fsync of a whole segment takes seconds on a
-        # slow disk, and every connection would wait); held while one runs, and taken at stop
-        self._flushing = defer.DeferredLock()
+        # flush passes and offset checkpoints run in a worker thread, one at a time (a roll's fsync
+        # of a whole segment takes seconds on a slow disk, and every connection would wait); held
+        # while one runs, and taken at stop
+        self._disk_work = defer.DeferredLock()
         self.log_cleaner: LogCleanerService | None = None  # when log.cleaner.enable
         self._stopping = False
 
@@ -274,8 +275,9 @@ class Broker:
         flush_interval = min(config.log_flush_scheduler_interval_ms, FLUSH_CHECK_MAX_INTERVAL_MS)
         for interval_ms, work in (
             (config.log_retention_check_interval_ms, lambda: logs.retention_pass(now_ms())),
-            (flush_interval, lambda: self._flushing.run(threads.deferToThread, logs.flush_pass, now_ms())),
-            (config.log_flush_offset_checkpoint_interval_ms, lambda: logs.checkpoint()),
+            (flush_interval, lambda: self._disk_work.run(threads.deferToThread, logs.flush_pass, now_ms())),
+            (config.log_flush_offset_checkpoint_interval_ms,
+             lambda: self._disk_work.run(threads.deferToThread, logs.checkpoint)),
             (max(config.replica_lag_time_max_ms // 2, 100), lambda: replicas.shrink_isrs(config.replica_lag_time_max_ms)),
         ):
             loop = LoopingCall(work)
@@ -386,7 +388,7 @@ class Broker:
         if self.log_cleaner is not None:
             self.log_cleaner.stop()
         stopped: list[defer.Deferred[Any]] = [defer.maybeDeferred(port.stopListening) for port in self._ports]
-        stopped.append(self._flushing.acquire())  # a flush pass under way ends before the logs close
+        stopped.append(self._disk_work.acquire())  # a flush or checkpoint under way ends before the logs close
         if self._coordinator is not None:
             stopped.append(self._coordinator.shutdown())  # acknowledged commits are in ZooKeeper
         d = defer.DeferredList(stopped)

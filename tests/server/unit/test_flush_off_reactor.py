@@ -1,6 +1,6 @@
-"""The broker's flush pass runs in a worker thread, never in the reactor's: a roll's fsync of a
-whole segment takes seconds on a slow disk (measured: a 1.7-2 s stall of every connection), and
-the broker's stop waits for a pass under way before it closes the logs."""
+"""The broker's flush pass and offset checkpoint run in a worker thread, never in the reactor's:
+a roll's fsync of a whole segment takes seconds on a slow disk (measured: a 1.7-2 s stall of
+every connection), and the broker's stop waits for a pass under way before it closes the logs."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.server.unit.wire import unstarted_broker
 class _Logs:
     def __init__(self) -> None:
         self.flushed_in_caller = 0
+        self.checkpoints_in_caller = 0
 
     def flush_pass(self, now_ms: int) -> int:
         self.flushed_in_caller += 1
@@ -25,7 +26,7 @@ class _Logs:
         return 0
 
     def checkpoint(self) -> None:
-        pass
+        self.checkpoints_in_caller += 1
 
 
 class _Replicas:
@@ -33,7 +34,8 @@ class _Replicas:
         pass
 
 
-def test_the_flush_pass_goes_to_a_thread_and_the_stop_waits_for_it(monkeypatch) -> None:
+def _started_with_threads_held(monkeypatch) -> tuple[Any, _Logs, list[tuple[Any, defer.Deferred[int]]]]:
+    """A broker with its loops on a Clock; what it hands to a thread is kept, not run."""
     in_thread: list[tuple[Any, defer.Deferred[int]]] = []
 
     def defer_to_thread(f: Any, *args: Any) -> defer.Deferred[int]:
@@ -46,6 +48,11 @@ def test_the_flush_pass_goes_to_a_thread_and_the_stop_waits_for_it(monkeypatch) 
     logs = _Logs()
     broker._logs, broker._replicas = logs, _Replicas()  # type: ignore[assignment]
     broker._start_loops()
+    return broker, logs, in_thread
+
+
+def test_the_flush_pass_goes_to_a_thread_and_the_stop_waits_for_it(monkeypatch) -> None:
+    broker, logs, in_thread = _started_with_threads_held(monkeypatch)
     interval_s = min(broker.config.log_flush_scheduler_interval_ms, FLUSH_CHECK_MAX_INTERVAL_MS) / 1000
     broker.reactor.advance(interval_s)
     [(work, running)] = in_thread
@@ -53,9 +60,23 @@ def test_the_flush_pass_goes_to_a_thread_and_the_stop_waits_for_it(monkeypatch) 
     broker.reactor.advance(interval_s)
     assert len(in_thread) == 1, "no second pass while one runs"
 
-    waiting = broker._flushing.acquire()  # what the stop waits for
+    waiting = broker._disk_work.acquire()  # what the stop waits for
     assert not waiting.called
     running.callback(0)
     assert waiting.called
+    for loop in broker._loops:
+        loop.stop()
+
+
+def test_the_offset_checkpoint_goes_to_a_thread_after_a_flush_pass_under_way(monkeypatch) -> None:
+    broker, logs, in_thread = _started_with_threads_held(monkeypatch)
+    broker.reactor.advance(broker.config.log_flush_offset_checkpoint_interval_ms / 1000)
+    flush, flushing = in_thread[0]
+    assert flush == logs.flush_pass
+    assert [work for work, _ in in_thread] == [logs.flush_pass], "the checkpoint waits for the pass under way"
+    flushing.callback(0)
+    assert [work for work, _ in in_thread][-1] == logs.checkpoint
+    assert logs.checkpoints_in_caller == 0
+    in_thread[-1][1].callback(None)
     for loop in broker._loops:
         loop.stop()
