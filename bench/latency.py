@@ -33,7 +33,10 @@ A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of o
    batch in each partition), one started every 500 ms (``--fetch-every-s``), one at a time: the
    same offered load whatever a fetch costs; then ``--paced-seconds`` of one-record Produce
    requests sent 1,000 a second whatever the answers do (open loop: a stall delays every
-   request due during it, which the synchronous round trips hide), p50/p99/p99.9/max.
+   request due during it, which the synchronous round trips hide), p50/p99/p99.9/max;
+7. **beside retention** (only when named: it sets the broker's log.retention.check.interval.ms
+   to 500): (5)'s 1 MiB Produces go to a topic that keeps one 256 MiB segment, so retention
+   deletes a whole segment every few seconds; then the paced requests of (6).
 Each "beside" scenario also reports how many large requests a second were answered.
 
 Everything started is stopped on exit. Results to stdout and ``--json``.
@@ -174,6 +177,11 @@ LARGE_PRODUCE_RECORDS = 10_000  # one batch of about 1 MiB
 #: the large topic's max.message.bytes: its one batch of 10,000 records (1.06 MiB) is above
 #: Kafka's default of 1 MiB, which would answer MESSAGE_TOO_LARGE without appending anything
 LARGE_MAX_MESSAGE_BYTES = 2 << 20
+#: beside_retention: 1 MiB Produces into a topic that keeps one segment of this size, so
+#: retention deletes a whole segment every few seconds (its check every RETENTION_CHECK_MS)
+RETAINED_TOPIC = "lat-retained"
+RETAINED_SEGMENT_BYTES = 256 << 20
+RETENTION_CHECK_MS = 500
 
 
 def _produce_frame(records: int, topic: str = TOPIC) -> bytes:
@@ -411,7 +419,9 @@ def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: statistics.median(r[k] for r in rounds) for k in rounds[0] if all(isinstance(r.get(k), (int, float)) for r in rounds)}
 
 
-SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner", "beside_large", "beside_produce", "beside_fetch")
+SCENARIOS = ("costs", "batch1", "sync", "e2e_quiet", "e2e_burner", "beside_large", "beside_produce", "beside_fetch",
+             "beside_retention")
+ONLY_WHEN_NAMED = ("beside_retention",)  # it changes the broker's settings for every scenario of the run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,11 +439,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paced-seconds", type=float, default=5.0,
                     help="beside_fetch: seconds of small requests sent at a fixed pace (open loop)")
     ap.add_argument("--costs-seconds", type=float, default=2.0, help="per API and size in the per-request cost table")
-    ap.add_argument("--only", help=f"comma-separated scenarios: {','.join(SCENARIOS)} (default: all)")
+    ap.add_argument("--only", help=f"comma-separated scenarios: {','.join(SCENARIOS)} "
+                                   f"(default: all but {','.join(ONLY_WHEN_NAMED)})")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     COSTS_PARTITIONS = args.wide_partitions
-    chosen = args.only.split(",") if args.only else list(SCENARIOS)
+    chosen = args.only.split(",") if args.only else [name for name in SCENARIOS if name not in ONLY_WHEN_NAMED]
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
         ap.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
@@ -441,7 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="logbus-latency-") as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", progress=lambda line: None)
         port = free_port()
-        cluster.up(1, metrics_port_base=port)
+        retention = "beside_retention" in chosen
+        cluster.up(1, metrics_port_base=port,
+                   overrides={"log.retention.check.interval.ms": RETENTION_CHECK_MS} if retention else None)
         try:
             b = cluster.brokers[0]
             broker = Broker(b.pid or 0, port)
@@ -450,6 +463,10 @@ def main(argv: list[str] | None = None) -> int:
                 admin.create_topic(TOPIC, 1, 1)
                 admin.create_topic(COSTS_TOPIC, COSTS_PARTITIONS, 1)
                 admin.create_topic(LARGE_TOPIC, 1, 1, {"max.message.bytes": str(LARGE_MAX_MESSAGE_BYTES)})
+                if retention:
+                    admin.create_topic(RETAINED_TOPIC, 1, 1, {"max.message.bytes": str(LARGE_MAX_MESSAGE_BYTES),
+                                                              "segment.bytes": str(RETAINED_SEGMENT_BYTES),
+                                                              "retention.bytes": str(RETAINED_SEGMENT_BYTES)})
             _fill_wide_topic(bootstrap)
             scenarios = {
                 "costs": lambda: api_costs(bootstrap, broker, args.costs_seconds),
@@ -463,6 +480,9 @@ def main(argv: list[str] | None = None) -> int:
                 "beside_fetch": lambda: beside_large(
                     bootstrap, args.sync_requests, _fetch_frame(1 << 10, COSTS_TOPIC, COSTS_PARTITIONS), args.fetch_every_s,
                     args.paced_seconds),
+                "beside_retention": lambda: beside_large(
+                    bootstrap, args.sync_requests, _produce_frame(LARGE_PRODUCE_RECORDS, RETAINED_TOPIC),
+                    paced_s=args.paced_seconds),
             }
             for name in chosen:
                 run = scenarios[name]
