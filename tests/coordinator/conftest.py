@@ -142,10 +142,15 @@ def kafka_python_member(bootstrap: str, topic: str, group: str, **extra) -> Memb
             metadata_max_age_ms=2000,
             **extra,
         )
-        # kafka-python, leading a group before its metadata has the topic, assigns nothing and
-        # never rejoins ("No partition metadata for topic"): have the metadata before joining
-        consumer.topics()
         consumer.subscribe([topic])
+        # Metadata after subscribing, before the first poll joins. kafka-python 3.0.12, leading a
+        # group before its metadata has the topic, assigns nothing and never rejoins ("No
+        # partition metadata for topic"). And its snapshot of the subscribed partitions is taken
+        # at each metadata update only once subscribed: fetched before, the snapshot stays empty,
+        # the leader rejoins by itself at the next refresh, and a join answered after the
+        # poll(timeout_ms=100) that started it is never collected (the member stays rebalancing,
+        # fails its commits locally, and the coordinator expires it).
+        consumer.topics()
         return consumer
 
     def poll(c):
