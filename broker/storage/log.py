@@ -629,6 +629,8 @@ class PartitionLog:
             if self._segments[i : i + len(old)] != old or i + len(old) >= len(self._segments):
                 return False
             swap_in(self.dir, swap_path, [seg.base_offset for seg in old])
+            for seg in old:
+                seg.file.deleted = True  # swap_in unlinked it: its last close goes to the closer thread
             new = LogSegment.open(self.dir, old[0].base_offset, self.config)
             new.recover()
             new.on_become_inactive()
