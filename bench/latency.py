@@ -35,7 +35,7 @@ A `LocalCluster` of ZooKeeper and one broker (its metrics port on), a topic of o
    requests sent 1,000 a second whatever the answers do (open loop: a stall delays every
    request due during it, which the synchronous round trips hide), p50/p99/p99.9/max;
 7. **beside retention** (only when named: it sets the broker's log.retention.check.interval.ms
-   to 500): (5)'s 1 MiB Produces go to a topic that keeps one 256 MiB segment, so retention
+   to 500): (5)'s 1 MiB Produces go to a topic that keeps one 1 GiB segment, so retention
    deletes a whole segment every few seconds; then the paced requests of (6).
 Each "beside" scenario also reports how many large requests a second were answered.
 
@@ -180,7 +180,7 @@ LARGE_MAX_MESSAGE_BYTES = 2 << 20
 #: beside_retention: 1 MiB Produces into a topic that keeps one segment of this size, so
 #: retention deletes a whole segment every few seconds (its check every RETENTION_CHECK_MS)
 RETAINED_TOPIC = "lat-retained"
-RETAINED_SEGMENT_BYTES = 256 << 20
+RETAINED_SEGMENT_BYTES = 1 << 30  # Kafka's default segment.bytes
 RETENTION_CHECK_MS = 500
 
 
