@@ -126,6 +126,23 @@ def _read_twice(seen: list[tuple[bytes, int, int]]) -> dict[bytes, list[tuple[in
     return {value: places for value, places in where.items() if len(places) > 1}
 
 
+def _batches_holding(twice: dict[bytes, list[tuple[int, int]]], topic: str, log_dirs: list[Path]) -> list[str]:
+    """dump-log's line of every batch, on every broker, that holds an offset a record was read
+    twice at: their producer ids, epochs and sequences tell an idempotent retry appended again
+    from a producer that bumped its epoch and sent the records anew."""
+    lines = [f"read twice: {value!r} at (partition, offset) {places}" for value, places in twice.items()]
+    for partition in sorted({p for places in twice.values() for p, _ in places}):
+        offsets = {o for places in twice.values() for p, o in places if p == partition}
+        for log_dir in log_dirs:
+            files = sorted(str(f) for f in (log_dir / f"{topic}-{partition}").glob("*.log"))
+            dumped = _logbus("dump-log", *files).stdout.splitlines() if files else []
+            for line in dumped:
+                fields = line.split()
+                if line.startswith("baseOffset:") and any(int(fields[1]) <= o <= int(fields[3]) for o in offsets):
+                    lines.append(f"{log_dir.parent.name} {topic}-{partition}: {line}")
+    return lines
+
+
 def test_a_fourth_broker_takes_replicas_and_a_decommissioned_broker_gives_all_back(broker_factory, zk_chroot, tmp_path):
     b1, b2, b3 = start_together([broker_factory(FAST, start=False) for _ in range(3)])
     bootstrap = ",".join(b.bootstrap for b in (b1, b2, b3))
@@ -170,5 +187,6 @@ def test_a_fourth_broker_takes_replicas_and_a_decommissioned_broker_gives_all_ba
         zk.stop()
     assert producing.errors == []
     seen = _group_reads(remaining, topic, len(acked))
-    assert _read_twice(seen) == {}
+    twice = _read_twice(seen)
+    assert twice == {}, "\n".join(_batches_holding(twice, topic, [Path(b.props["log.dirs"]) for b in (b1, b3, b4)]))
     assert sorted(value for value, _, _ in seen) == sorted(acked), "every acknowledged record, nothing else"
