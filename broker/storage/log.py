@@ -33,6 +33,7 @@ from broker.storage.checkpoint import fsync_dir
 from broker.storage.cleaner import CleanableRange, CleanTask, cleanable_range, complete_swaps, must_clean_by, swap_in
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
+from broker.storage.index import fsync_path
 from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager, delete_snapshots
 from broker.storage.segment import BatchEntry, LogSegment
@@ -124,6 +125,7 @@ class PartitionLog:
         self._last_flush_ms = 0
         self._roll_flush_offset = 0  # a roll asks for a flush up to the new segment's base
         self._dir_dirty = False  # files created or removed since the last flush
+        self._unsynced_snapshots: list[str] = []  # producer snapshots of rolls, for the next flush
         self._generation = 0  # bumped by truncation, so a concurrent flush does not over-claim
         self._closed = False
         self._leader_epochs: LeaderEpochCache | None = None
@@ -417,7 +419,7 @@ class PartitionLog:
         new = LogSegment.create(self.dir, base_offset, self.config)
         self._segments.append(new)
         self._bases.append(base_offset)
-        self._producers.write_snapshot(self.dir, self._leo)
+        self._unsynced_snapshots.append(self._producers.write_snapshot(self.dir, self._leo, sync=False))
         self._roll_flush_offset = base_offset
         self._dir_dirty = True
         return new
@@ -447,8 +449,9 @@ class PartitionLog:
             for seg in segments:
                 seg.write_indexes()
             dir_dirty, self._dir_dirty = self._dir_dirty, False
+            snapshots, self._unsynced_snapshots = self._unsynced_snapshots, []
             generation = self._generation
-        self._sync(segments, dir_dirty)
+        self._sync(segments, snapshots, dir_dirty)
         with self._lock:
             if generation == self._generation and target > self._rp:
                 self._rp = min(target, self._leo)
@@ -463,12 +466,14 @@ class PartitionLog:
                 self._leader_epochs = LeaderEpochCache(self.dir, self._leo)
             return self._leader_epochs
 
-    def _sync(self, segments: list[LogSegment], dir_dirty: bool) -> None:
+    def _sync(self, segments: list[LogSegment], snapshots: list[str], dir_dirty: bool) -> None:
         try:
             if self._leader_epochs is not None:
                 self._leader_epochs.sync()
             for seg in segments:
                 seg.sync()
+            for path in snapshots:
+                fsync_path(path)  # one that a truncation or retention removed since is skipped
             if dir_dirty:
                 fsync_dir(self.dir)
         except OSError as exc:
@@ -768,7 +773,8 @@ class PartitionLog:
             segments = self._segments[lo:]
             for seg in segments:
                 seg.write_indexes()
-            self._sync(segments, True)
+            snapshots, self._unsynced_snapshots = self._unsynced_snapshots, []
+            self._sync(segments, snapshots, True)
             self._rp = self._leo
             self._producers.write_snapshot(self.dir, self._leo)
             for seg in self._segments:

@@ -6,8 +6,9 @@ fenced (INVALID_PRODUCER_EPOCH); within an epoch the first sequence must follow 
 (wrapping at 2^31-1), else OUT_OF_ORDER_SEQUENCE_NUMBER. The first batch of an unknown
 producer or of a new epoch is accepted at any sequence (Kafka insists on 0 for a new epoch
 of a known producer). State is snapshotted to ``<20-digit offset>.snapshot`` (JSON, covering
-every batch below that offset) at each roll and at close, and rebuilt on load from the latest
-snapshot plus the batch headers after it.
+every batch below that offset) at each roll (fsynced by the flush that follows, off the
+append path) and at close, and rebuilt on load from the latest snapshot plus the batch headers
+after it.
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ class ProducerStateManager:
 
     # -- snapshots --------------------------------------------------------------------------
 
-    def write_snapshot(self, directory: str, offset: int) -> None:
-        """Write the state as of ``offset`` (exclusive) atomically."""
+    def write_snapshot(self, directory: str, offset: int, *, sync: bool = True) -> str:
+        """Write the state as of ``offset`` (exclusive) atomically; its path. Unsynced, a crash
+        may leave it empty or gone, which ``load_latest`` passes over for an older one."""
         doc = {
             "version": 1,
             "offset": offset,
@@ -159,9 +161,11 @@ class ProducerStateManager:
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(doc, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
+        return path
 
     @classmethod
     def read_snapshot(cls, path: str) -> ProducerStateManager:

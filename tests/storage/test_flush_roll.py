@@ -189,3 +189,24 @@ def test_a_new_log_makes_its_index_files_at_its_first_flush_or_close_and_reopens
     recovered.append(build_batch([b"b"]))
     recovered.flush()
     assert read_from(recovered, 0) == [(0, b"b")]
+
+
+def test_a_roll_writes_the_producer_snapshot_and_the_next_flush_syncs_it(tmp_path, monkeypatch) -> None:
+    """The roll runs inside an append (the broker's reactor): its producer snapshot is written
+    there, renamed whole, and fsynced by the flush that follows in the flush thread."""
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd))
+    log = open_log(tmp_path / "t-0", segment_bytes=400)
+    seq = 0
+    while len(log.segment_base_offsets()) < 2:
+        log.append(build_batch([b"%04d" % seq] * 4, producer_id=7, producer_epoch=0, base_sequence=seq))
+        seq += 4
+    snapshot = tmp_path / "t-0" / f"{log.segment_base_offsets()[1]:020d}.snapshot"
+    assert snapshot.exists() and '"id":7' in snapshot.read_text()
+    assert not [p for p in synced if ".snapshot" in p]  # nor its .tmp
+    assert log.maybe_flush()
+    assert str(snapshot) in synced
+    synced.clear()
+    log.flush()
+    assert not [p for p in synced if p.endswith(".snapshot")]  # synced once
