@@ -63,3 +63,11 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def unlink_if_present(path: str) -> None:
+    """Remove a file; one already gone is not an error."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

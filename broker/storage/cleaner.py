@@ -37,7 +37,7 @@ from broker.protocol.errors import InvalidRecordError
 from broker.protocol.records.layout import LOG_OVERHEAD, NO_PRODUCER_ID, BatchHeader, build_batch, read_prefix
 from broker.protocol.records.walker import Tail, iter_batches, records_of
 from broker.protocol.types import decode_varint
-from broker.storage.checkpoint import fsync_dir
+from broker.storage.checkpoint import fsync_dir, unlink_if_present
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.segment import LogSegment, file_name
 
@@ -417,9 +417,9 @@ def swap_cleaned(task: CleanTask, written: Written, swap: Callable[[list[LogSegm
         fsync_dir(task.directory)
         group = [by_base[b] for b in bases]
         if not swap(group, swap_path, task.generation):
-            _unlink(swap_path)
+            unlink_if_present(swap_path)
             for _, rest in written[i + 1 :]:
-                _unlink(rest)
+                unlink_if_present(rest)
             stats.aborted = "the log changed during cleaning"
             return
         stats.segments_cleaned += len(group)
@@ -471,7 +471,7 @@ class CleanerProcesses:
             swap_cleaned(task, written, swap, stats)
         else:
             for _, path in written:
-                _unlink(path)
+                unlink_if_present(path)
         stats.seconds = time.monotonic() - began
         return stats
 
@@ -537,7 +537,7 @@ def swap_in(directory: str, swap_path: str, old_bases: list[int]) -> None:
     ``complete_swaps``."""
     for base in old_bases:
         for suffix in (".index", ".timeindex"):
-            _unlink(os.path.join(directory, file_name(base, suffix)))
+            unlink_if_present(os.path.join(directory, file_name(base, suffix)))
         old = os.path.join(directory, file_name(base, ".log"))
         if os.path.exists(old):
             os.rename(old, os.path.join(directory, file_name(base, DELETED_SUFFIX)))
@@ -545,7 +545,7 @@ def swap_in(directory: str, swap_path: str, old_bases: list[int]) -> None:
     os.rename(swap_path, target)
     fsync_dir(directory)
     for base in old_bases:
-        _unlink(os.path.join(directory, file_name(base, DELETED_SUFFIX)))
+        unlink_if_present(os.path.join(directory, file_name(base, DELETED_SUFFIX)))
 
 
 def complete_swaps(directory: str) -> list[int]:
@@ -569,10 +569,3 @@ def complete_swaps(directory: str) -> list[int]:
         swap_in(directory, path, covered)
         done.append(base)
     return done
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

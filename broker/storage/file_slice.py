@@ -6,6 +6,8 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from broker.storage.checkpoint import unlink_if_present
+
 # The last close of an unlinked file frees its blocks: most of a second for a 1 GiB segment on
 # ext4 here. One thread of its own does it, so no caller (the broker's reactor) waits for it.
 _CLOSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deleted-segment-closer")
@@ -56,10 +58,7 @@ class SegmentFile:
 
     def unlink(self) -> None:
         """Remove the file's name; the descriptor stays open for its holders."""
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        unlink_if_present(self.path)
         self.deleted = True
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from broker.protocol.errors import (
 )
 from broker.protocol.records.layout import BatchHeader, set_base_offset, set_max_timestamp, set_partition_leader_epoch
 from broker.protocol.records.walker import Tail, iter_batches
-from broker.storage.checkpoint import fsync_dir
+from broker.storage.checkpoint import fsync_dir, unlink_if_present
 from broker.storage.cleaner import CleanableRange, CleanTask, cleanable_range, complete_swaps, must_clean_by, swap_in
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import FileSlice
@@ -172,14 +172,14 @@ class PartitionLog:
         for name in names:
             path = os.path.join(self.dir, name)
             if name.endswith(_STALE_SUFFIXES):
-                _unlink(path)
+                unlink_if_present(path)
             elif name.endswith(".log") and len(name) == 24 and name[:20].isdigit():
                 bases.append(int(name[:20]))
         bases.sort()
         known = {f"{b:020d}" for b in bases}
         for name in names:
             if name.endswith(_INDEX_SUFFIXES) and name.split(".")[0] not in known:
-                _unlink(os.path.join(self.dir, name))
+                unlink_if_present(os.path.join(self.dir, name))
 
         segments = [LogSegment.open(self.dir, b, config) for b in bases]
         stats.logs_loaded += 1
@@ -813,10 +813,3 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return f"PartitionLog({self.name}, start={self._lso}, end={self._leo}, segments={len(self._segments)})"
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from broker.protocol.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from broker.protocol.records.layout import BatchHeader
+from broker.storage.checkpoint import unlink_if_present
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +197,7 @@ class ProducerStateManager:
                 return cls.read_snapshot(path), offset
             except (OSError, ValueError) as exc:
                 log.warning("ignoring producer snapshot %s: %s", path, exc)
-                _unlink(path)
+                unlink_if_present(path)
         return cls(), None
 
 
@@ -218,11 +219,4 @@ def delete_snapshots(directory: str, *, below: int | None = None, above: int | N
     """Remove snapshots with offset < ``below`` or > ``above``."""
     for offset in snapshot_offsets(directory):
         if (below is not None and offset < below) or (above is not None and offset > above):
-            _unlink(snapshot_path(directory, offset))
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+            unlink_if_present(snapshot_path(directory, offset))

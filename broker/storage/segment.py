@@ -19,6 +19,7 @@ from broker.protocol.records.layout import (
 )
 from broker.protocol.records.walker import Tail, iter_batches
 from broker.protocol.types import decode_varint, decode_varlong
+from broker.storage.checkpoint import unlink_if_present
 from broker.storage.config import INT_MAX, LogConfig
 from broker.storage.file_slice import SegmentFile
 from broker.storage.index import CorruptIndexError, OffsetIndex, TimeIndex, fsync_path
@@ -121,11 +122,8 @@ class LogSegment:
     def delete_files(self) -> None:
         """Unlink the files. The descriptor stays open for slices still holding the file."""
         self.file.unlink()
-        for path in (self.offset_index.path, self.time_index.path):
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+        unlink_if_present(self.offset_index.path)
+        unlink_if_present(self.time_index.path)
 
     # -- append -------------------------------------------------------------------------------
 

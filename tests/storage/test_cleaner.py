@@ -166,7 +166,7 @@ def test_a_kill_at_any_step_of_a_swap_leaves_old_or_new_segments(tmp_path: Path,
     before = records(log)
     bases = log.segment_base_offsets()
     calls = {"n": 0}
-    real_rename, real_unlink = os.rename, cleaner._unlink
+    real_rename, real_unlink = os.rename, cleaner.unlink_if_present
 
     def rename(src: str, dst: str) -> None:
         calls["n"] += 1
@@ -180,7 +180,7 @@ def test_a_kill_at_any_step_of_a_swap_leaves_old_or_new_segments(tmp_path: Path,
         real_unlink(path)
 
     monkeypatch.setattr(cleaner.os, "rename", rename)
-    monkeypatch.setattr(cleaner, "_unlink", unlink)
+    monkeypatch.setattr(cleaner, "unlink_if_present", unlink)
     with pytest.raises(Crash):
         run_pass(log, first_dirty=log.segment_base_offsets()[-3])
     monkeypatch.undo()
