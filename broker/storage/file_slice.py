@@ -59,6 +59,11 @@ class SegmentFile:
     def unlink(self) -> None:
         """Remove the file's name; the descriptor stays open for its holders."""
         unlink_if_present(self.path)
+        self.mark_unlinked()
+
+    def mark_unlinked(self) -> None:
+        """The file's name is gone (unlinked here, or renamed over by a cleaner swap): its last
+        close runs in the closer thread."""
         self.deleted = True
 
     def close(self) -> None:

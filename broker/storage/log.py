@@ -635,7 +635,7 @@ class PartitionLog:
                 return False
             swap_in(self.dir, swap_path, [seg.base_offset for seg in old])
             for seg in old:
-                seg.file.deleted = True  # swap_in unlinked it: its last close goes to the closer thread
+                seg.file.mark_unlinked()
             new = LogSegment.open(self.dir, old[0].base_offset, self.config)
             new.recover()
             new.on_become_inactive()
