@@ -14,7 +14,7 @@ from broker.cluster.embedded_zk import EmbeddedZooKeeper
 from broker.cluster.local import BrokerProcess
 from broker.cluster.net import free_port
 from broker.cluster.zk import ZkClient
-from tests.jvm import use_short_lived_jvms
+from tests.jvm import finish_spark_archive_build, start_spark_archive_build, use_short_lived_jvms
 from tests.ordering import slowest_files_first
 from tests.teardown import delete_znodes, stopping
 
@@ -52,6 +52,16 @@ def pytest_configure(config: pytest.Config) -> None:
     if reaped:
         print(f"reaped {len(reaped)} processes left by killed test sessions: {reaped}")
     mark_session()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_archive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A session with integration tests builds the Spark JVMs' class-data archive (tests/jvm.py)
+    beside its first tests, once per machine; the JVMs started after it start seconds faster."""
+    wanted = any(item.get_closest_marker("integration") for item in request.session.items)
+    builder = start_spark_archive_build() if wanted else None
+    yield
+    finish_spark_archive_build(builder)
 
 
 @pytest.fixture(scope="session")

@@ -27,14 +27,14 @@ from pipelines.executor_env import THIRD_PARTY
 from pipelines.faults import LoadFaults
 from pipelines.loader import Loader
 from pipelines.pack_env import cached_env
-from tests.jvm import SHORT_LIVED_JVM
+from tests.jvm import spark_jvm_options
 from tests.pipelines.helpers import create_topics, data_files, json_topic, loader_config, new_topic, produce_events, read_rows
 from tests.pipelines.spark_standalone import StandaloneCluster, clean_env
 
 pytestmark = pytest.mark.integration
 
 EXECUTOR_CONF = {"spark.executor.memory": "512m", "spark.cores.max": "2", "spark.task.maxFailures": "4",
-                 "spark.driver.memory": "512m", "spark.executor.extraJavaOptions": SHORT_LIVED_JVM}
+                 "spark.driver.memory": "512m", "spark.executor.extraJavaOptions": spark_jvm_options()}
 
 
 @pytest.fixture(scope="session")
