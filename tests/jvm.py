@@ -16,35 +16,37 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
 
+from broker.cluster.embedded_zk import ZooKeeperNotInstalledError, java_executable
 from pipelines.code_zip import cache_dir
 
 SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 QUIET_CDS = "-Xlog:cds=off,cds+dynamic=off"  # a refused or absent archive is only slower: no warning lines
+_SPARK_JVM = f"{SHORT_LIVED_JVM} {QUIET_CDS}"
 
 
 def spark_archive() -> Path:
     """Where the Spark JVMs' archive is kept: one per Java build, pyspark version and JVM options
     (an archive is valid only for the JVM build and class path that wrote it)."""
-    java = Path(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     build = ""
-    if java:
-        libjvm = Path(os.path.realpath(java)).parents[1] / "lib" / "server" / "libjvm.so"
-        if libjvm.exists():
-            stat = libjvm.stat()
-            build = f"{libjvm}:{stat.st_size}:{stat.st_mtime_ns}"
+    try:
+        libjvm = Path(os.path.realpath(java_executable())).parents[1] / "lib" / "server" / "libjvm.so"
+    except ZooKeeperNotInstalledError:  # no java: no Spark JVM will start either
+        libjvm = None
+    if libjvm is not None and libjvm.exists():
+        stat = libjvm.stat()
+        build = f"{libjvm}:{stat.st_size}:{stat.st_mtime_ns}"
     key = hashlib.sha256(f"{build}|{version('pyspark')}|{SHORT_LIVED_JVM}".encode()).hexdigest()[:16]
     return cache_dir() / "test-jvm" / f"spark-{key}.jsa"
 
 
 def spark_jvm_options() -> str:
     """The options of every Spark JVM the tests start: short-lived, mapping the archive."""
-    return f"{SHORT_LIVED_JVM} {QUIET_CDS} -XX:SharedArchiveFile={spark_archive()}"
+    return f"{_SPARK_JVM} -XX:SharedArchiveFile={spark_archive()}"
 
 
 def use_short_lived_jvms() -> None:
@@ -63,7 +65,7 @@ def start_spark_archive_build() -> subprocess.Popen | None:
     if archive.exists():
         return None
     archive.parent.mkdir(parents=True, exist_ok=True)
-    log = open(archive.with_suffix(".log"), "wb")  # noqa: SIM115 - the child writes it
+    log = open(archive.with_suffix(".log"), "ab")  # noqa: SIM115 - the child writes it (another session's too)
     with log:
         return subprocess.Popen([sys.executable, "-m", "tests.jvm", str(archive)], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=Path(__file__).parents[1])
@@ -91,7 +93,7 @@ def _build(archive: Path) -> None:
         if archive.exists():
             return
         partial = archive.with_suffix(f".{os.getpid()}.partial")
-        os.environ["SPARK_SUBMIT_OPTS"] = f"{SHORT_LIVED_JVM} {QUIET_CDS} -XX:ArchiveClassesAtExit={partial}"
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{_SPARK_JVM} -XX:ArchiveClassesAtExit={partial}"
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from pyspark import SparkContext

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from broker.cluster.embedded_zk import java_executable
 from tests.jvm import spark_archive, spark_jvm_options
 
 pytestmark = pytest.mark.integration  # starts a JVM
 
 
 def test_a_jvm_started_before_the_archive_exists_runs_and_prints_nothing_more(tmp_path: Path):
-    java = shutil.which("java")
-    assert java, "no java: make setup installs a JRE"
     options = spark_jvm_options().replace(str(spark_archive()), str(tmp_path / "not-built-yet.jsa"))
     assert "not-built-yet.jsa" in options
-    proc = subprocess.run([java, *options.split(), "-version"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([java_executable(), *options.split(), "-version"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr.startswith("openjdk version") and "warning" not in proc.stderr, proc.stderr

@@ -39,7 +39,8 @@ def four_letter_word(host: str, port: int, word: str = "srvr", timeout: float = 
         return ""
 
 
-def _java() -> str:
+def java_executable() -> str:
+    """The java a JVM of ours runs on: ``$JAVA_HOME/bin/java``, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")
     if home and os.access(Path(home, "bin", "java"), os.X_OK):
         return str(Path(home, "bin", "java"))
@@ -120,7 +121,7 @@ class EmbeddedZooKeeper:
         """Start the JVM and wait until the server answers ``srvr`` as serving."""
         if self.running:
             return
-        cmd = [_java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        cmd = [java_executable(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Dzookeeper.admin.enableServer=false", "-Dzookeeper.4lw.commands.whitelist=*",
                "-cp", _classpath(), MAIN_CLASS, str(self._write_config())]
         with open(self.log_path, "ab") as out:
