@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, NamedTuple
 
-from broker.protocol import codegen
+from broker.protocol import codegen, compiled
 from broker.protocol.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
 from broker.protocol.types import COMPACT, PRIMITIVES, BytesLike, EncodedItems, Reader, Type, Writer
 
@@ -263,9 +263,9 @@ _REFERENCE = codegen.Reference(_compile_field, _struct_size)
 
 
 def _write_either(fast: codegen.FastWrite, reference: Callable[[Writer, Mapping[str, Any]], None], w: Writer,
-                  obj: Mapping[str, Any], where: str) -> None:
+                  obj: Mapping[str, Any], where: Callable[[], str]) -> None:
     """``obj`` written by the generated writer; what it refuses is written by the reference
-    instead (``w`` rewound first), whose error, prefixed with ``where``, says why."""
+    instead (``w`` rewound first), whose error, prefixed with ``where()``, says why."""
     mark = w.checkpoint()
     try:
         fast(w, obj)
@@ -275,14 +275,15 @@ def _write_either(fast: codegen.FastWrite, reference: Callable[[Writer, Mapping[
     try:
         reference(w, obj)
     except ProtocolEncodeError as exc:
-        raise ProtocolEncodeError(f"{where}{exc}") from None
+        raise ProtocolEncodeError(f"{where()}{exc}") from None
 
 
 class MessageSchema:
     """A request or response body, declared once and compiled for each of its versions: the
     closures of ``compile_struct`` are the reference; ``decode`` and ``encode`` run straight-line
     code generated from the same declarations (``broker.protocol.codegen``) on first use of a
-    version, and fall back to the reference for its error on input the generated code refuses."""
+    version, or a compiled codec of the message where one is built (``broker.protocol.compiled``),
+    and fall back to the reference for its error on input the generated code refuses."""
 
     def __init__(self, name: str, api_key: int, versions: str, fields: Sequence[Field], flexible: str = "none") -> None:
         self.name = name
@@ -322,7 +323,8 @@ class MessageSchema:
         read = self._readers.get(version)
         if read is None:
             self.compiled(version)  # UnsupportedVersionError outside the declared range
-            read = self._readers[version] = codegen.generate_reader(
+            built = compiled.READERS.get(self.name)
+            read = self._readers[version] = built(version) if built is not None else codegen.generate_reader(
                 self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
         return read
 
@@ -331,7 +333,8 @@ class MessageSchema:
         write = self._writers.get(version)
         if write is None:
             self.compiled(version)
-            write = self._writers[version] = codegen.generate_writer(
+            built = compiled.WRITERS.get(self.name)
+            write = self._writers[version] = built(version) if built is not None else codegen.generate_writer(
                 self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
         return write
 
@@ -358,7 +361,7 @@ class MessageSchema:
         def encode_items(items: Iterable[Mapping[str, Any]]) -> EncodedItems:
             w, count = Writer(), 0
             for item in items:
-                _write_either(fast, reference, w, item, f"{self.name} v{version}: {'.'.join(path)}.")
+                _write_either(fast, reference, w, item, lambda: f"{self.name} v{version}: {'.'.join(path)}.")
                 count += 1
             chunks = w.chunks()
             if not all(isinstance(c, bytes) for c in chunks):
@@ -400,7 +403,7 @@ class MessageSchema:
         return w.size_prefixed_chunks()
 
     def _write(self, version: int, w: Writer, obj: Mapping[str, Any]) -> None:
-        _write_either(self.writer(version), self.compiled(version).write, w, obj, f"{self.name} v{version}: ")
+        _write_either(self.writer(version), self.compiled(version).write, w, obj, lambda: f"{self.name} v{version}: ")
 
     def encode_bytes(self, version: int, obj: Mapping[str, Any]) -> bytes:
         """Encode to one ``bytes``; ProtocolEncodeError if a value would go out of band."""

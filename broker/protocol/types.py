@@ -305,6 +305,11 @@ class Writer:
 
     def size_prefixed_chunks(self) -> list[Any]:
         """``chunks()``, its first four bytes (reserved by the caller) set to the int32 size of the rest."""
+        if not self._chunks:  # all in buf (the common case): one chunk
+            buf = self.buf
+            INT32.pack_into(buf, 0, len(buf) - 4)
+            self.buf = bytearray()
+            return [bytes(buf)]
         size = len(self.buf) - 4 + sum(
             c.nbytes if isinstance(c, memoryview) else len(c) if isinstance(c, (bytes, bytearray)) else c.size
             for c in self._chunks)
