@@ -69,7 +69,7 @@ class Dispatcher:
         metrics = self.metrics
         if metrics is None:
             return handler.handle(broker, header, request)
-        started = metrics.request_started(header.api_key, request)
+        started = metrics.request_started()
         return metrics.request_answered(header.api_key, started, handler.handle(broker, header, request))
 
     def encode_response(self, header: RequestHeader, response: dict) -> list[Any]:

@@ -3,7 +3,9 @@
 No client library: the text exposition format (version 0.0.4) is written with
 broker.metrics_text (shared with the mirror-maker) and served with twisted.web on the broker's
 reactor. Counters and histograms are updated on the reactor thread
-by the dispatcher (requests, bytes and records in and out); gauges (purgatory sizes,
+by the dispatcher (requests and their latency), the replica manager (bytes and records in, as a
+leader appends them: Kafka's BytesInPerSec and MessagesInPerSec) and the fetch handler (bytes
+and records out); gauges (purgatory sizes,
 under-replicated partitions, log sizes, the active controller) are read from the broker at
 scrape time.
 
@@ -25,51 +27,16 @@ from twisted.web import resource, server
 
 from broker.metrics_text import CONTENT_TYPE as _CONTENT_TYPE
 from broker.metrics_text import LATENCY_BUCKETS, Exposition, Histogram
-from broker.protocol.errors import InvalidRecordError
 from broker.protocol.messages import ApiKey
-from broker.protocol.records import Tail, iter_batches
-from broker.protocol.records.layout import (
-    CURRENT_MAGIC,
-    HEADER_SIZE,
-    LENGTH_POS,
-    LOG_OVERHEAD,
-    MAGIC_POS,
-    MIN_BATCH_LENGTH,
-    RECORDS_COUNT_POS,
-)
-from broker.protocol.types import INT32
 from broker.storage.cleaner_manager import LogCleanerManager
 
 if TYPE_CHECKING:
     from broker.server.broker import Broker
 
-__all__ = ["LATENCY_BUCKETS", "CONTENT_TYPE", "BrokerMetrics", "Histogram", "count_records", "listen_metrics"]
+__all__ = ["LATENCY_BUCKETS", "CONTENT_TYPE", "BrokerMetrics", "Histogram", "listen_metrics"]
 
 CONTENT_TYPE = _CONTENT_TYPE.encode()
 
-
-
-def count_records(data: Any) -> int:
-    """Records in a produce payload: v2 batches by their header count, a legacy message set
-    by its entries (a compressed wrapper counts as one). Bytes that do not walk are counted
-    as far as they go: the append that follows refuses them.
-
-    v2 batches are counted from two header fields, without a ``BatchHeader`` each: this runs
-    for every Produce, and the walk was a tenth of a one-record request's cost."""
-    n, pos, end = 0, 0, len(data) if data else 0
-    while end - pos >= HEADER_SIZE and data[pos + MAGIC_POS] == CURRENT_MAGIC:
-        length = INT32.unpack_from(data, pos + LENGTH_POS)[0]
-        if length < MIN_BATCH_LENGTH or pos + length + LOG_OVERHEAD > end:
-            return n
-        n += INT32.unpack_from(data, pos + RECORDS_COUNT_POS)[0]
-        pos += length + LOG_OVERHEAD
-    if end - pos > MAGIC_POS:  # legacy message sets, or a short or odd tail
-        try:
-            for _, header in iter_batches(data, Tail.STOP, pos=pos, verify=False):
-                n += header.records_count if header.magic >= CURRENT_MAGIC else 1
-        except InvalidRecordError:
-            pass
-    return n
 
 
 class BrokerMetrics:
@@ -93,14 +60,14 @@ class BrokerMetrics:
 
     # -- updates (reactor thread) -----------------------------------------------------------
 
-    def request_started(self, api_key: int, request: dict) -> float:
-        if api_key == ApiKey.PRODUCE:
-            for topic in request.get("topic_data", ()):
-                for part in topic.get("partition_data", ()):
-                    records = part.get("records")
-                    self.bytes_in[topic["name"]] += len(records) if records else 0
-                    self.records_in[topic["name"]] += count_records(records)
+    def request_started(self) -> float:
+        """The start of a request's latency, for request_answered."""
         return time.monotonic()
+
+    def appended(self, topic: str, size: int, records: int) -> None:
+        """A leader appended ``records`` records (``size`` bytes) of a produce request to ``topic``."""
+        self.bytes_in[topic] += size
+        self.records_in[topic] += records
 
     def request_done(self, api_key: int, started: float, response: Any) -> None:
         name = _api_name(api_key)
@@ -131,7 +98,7 @@ class BrokerMetrics:
     def request_answered(self, api_key: int, started: float, result: Any) -> Any:
         """Count one handled request (``started`` from request_started); ``result`` may be a
         Deferred (answered later: long-poll fetch, acks=all produce). Returns ``result``."""
-        if isinstance(result, defer.Deferred):
+        if type(result) is not dict and isinstance(result, defer.Deferred):  # an ABC's isinstance costs more
 
             def done(response: Any) -> Any:
                 self.request_done(api_key, started, response)
@@ -151,8 +118,8 @@ class BrokerMetrics:
                       "Time from a decoded request to its response being ready, per API.",
                       (([("api", api)], h) for api, h in sorted(self.latency.items())))
         for name, table, help_text in (
-            ("logbus_topic_bytes_in_total", self.bytes_in, "Record bytes received in produce requests, per topic."),
-            ("logbus_topic_records_in_total", self.records_in, "Records received in produce requests, per topic."),
+            ("logbus_topic_bytes_in_total", self.bytes_in, "Record bytes appended from produce requests, per topic."),
+            ("logbus_topic_records_in_total", self.records_in, "Records appended from produce requests, per topic."),
             ("logbus_topic_bytes_out_total", self.bytes_out,
              "Record bytes sent in fetch responses to consumers (not followers), per topic."),
             ("logbus_topic_records_out_total", self.records_out,

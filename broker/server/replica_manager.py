@@ -63,8 +63,12 @@ class PartitionStateStore(Protocol):
     def read_state(self, topic: str, partition: int) -> defer.Deferred[PartitionState | None]: ...
 
 
-class IsrMetrics(Protocol):
+class ReplicaMetrics(Protocol):
+    """What the replica manager counts (broker.server.metrics.BrokerMetrics)."""
+
     def isr_changed(self, old: list[int], new: list[int]) -> None: ...
+
+    def appended(self, topic: str, size: int, records: int) -> None: ...
 
 
 class FollowerFetchers(Protocol):
@@ -117,7 +121,7 @@ class ReplicaManager:
     """Keeps local logs and roles in step with ZooKeeper, and appends to and reads from them.
 
     Built with this broker's id, its logs, the broker-wide log config, the metadata cache, and
-    its collaborators: the clock, the partition-state store, the ISR metrics, the fetchers."""
+    its collaborators: the clock, the partition-state store, the metrics, the fetchers."""
 
     broker_id: int
     logs: LogManager
@@ -125,7 +129,7 @@ class ReplicaManager:
     metadata: MetadataCache
     clock: Clock
     states: PartitionStateStore
-    metrics: IsrMetrics
+    metrics: ReplicaMetrics
     fetchers: FollowerFetchers
     leader_quota: ReplicationQuota = field(default_factory=ReplicationQuota)  # leader.replication.throttled.rate
     fetch_session_slots: int = 1000  # max.incremental.fetch.session.cache.slots
@@ -387,6 +391,7 @@ class ReplicaManager:
         outcome.log_append_time_ms = result.log_append_time
         outcome.log_start_offset = result.log_start_offset
         if not result.duplicate:
+            self.metrics.appended(topic, size, result.last_offset - result.first_offset + 1)
             self.replica_fetches.notify_append((topic, partition), size)
             for session in self.fetch_sessions.mark((topic, partition)):
                 if session.follower:

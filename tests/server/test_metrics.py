@@ -9,15 +9,8 @@ import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from broker.cluster.net import free_port
-from broker.protocol.errors import InvalidRecordError
-from broker.protocol.records import Tail, encode_batch, iter_batches
-from broker.protocol.records.layout import CURRENT_MAGIC
-from broker.protocol.records.legacy import encode_message_set
-from broker.server.metrics import count_records
 from tests.cluster_replication.conftest import FAST, by_id, state, wait_until
 from tests.scraping import scrape
 from tests.starting import start_together
@@ -30,38 +23,6 @@ def _start(broker_factory, n: int) -> list:
 
 def _port(b) -> int:
     return int(b.props["metrics.port"])
-
-
-def test_count_records_of_v2_batches():
-    one = encode_batch([(None, b"a", [], None), (None, b"b", [], None), (None, b"c", [], None)])
-    two = encode_batch([(b"k", b"d", [], None)], base_offset=3)
-    assert count_records(one) == 3
-    assert count_records(one + two) == 4
-    assert count_records(b"") == 0 and count_records(None) == 0
-
-
-def _walked(data: bytes) -> int:
-    """The plain walk count_records' v2 fast path must agree with."""
-    n = 0
-    try:
-        for _, header in iter_batches(data, Tail.STOP, verify=False):
-            n += header.records_count if header.magic >= CURRENT_MAGIC else 1
-    except InvalidRecordError:
-        pass
-    return n
-
-
-@settings(max_examples=200, deadline=None)
-@given(sizes=st.lists(st.integers(1, 5), min_size=0, max_size=4), legacy=st.integers(0, 3), cut=st.integers(0, 400),
-       tail=st.binary(max_size=30))
-def test_count_records_agrees_with_the_walk(sizes: list[int], legacy: int, cut: int, tail: bytes) -> None:
-    """v2 batches (counted from their headers), then a legacy set or junk, then cut anywhere."""
-    data = b"".join(encode_batch([(None, b"v%d" % i, [], None) for i in range(k)]) for k in sizes)
-    if legacy:
-        data += encode_message_set([(None, b"old", [], None)] * legacy, magic=1)
-    data += tail
-    for payload in (data, data[: max(0, len(data) - cut)]):
-        assert count_records(payload) == _walked(payload)
 
 
 def test_counters_and_histograms_move(broker_factory):
