@@ -5,5 +5,5 @@ from setuptools import Extension, setup
 
 setup(ext_modules=[
     Extension("broker.protocol.records.fields_c", ["broker/protocol/records/fields_c.pyx"], optional=True),
-    Extension("broker.protocol.produce_c", ["broker/protocol/produce_c.pyx"], optional=True),
+    Extension("broker.protocol.codecs_c", ["broker/protocol/codecs_c.pyx"], optional=True),
 ])

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from broker.protocol.api_keys import ApiKey
+from broker.protocol.compiled import read_request_header as _compiled_read
 from broker.protocol.messages import REQUESTS, RESPONSES
 from broker.protocol.schema import MessageSchema
 from broker.protocol.types import INT32, BytesLike, Reader, Writer
@@ -41,7 +42,12 @@ def decode_request_header(data: BytesLike, offset: int = 0) -> RequestHeader:
     """Decode the header at ``data[offset:]``; ProtocolDecodeError if it is short or malformed.
 
     A header whose client_id fits and decodes, and whose tagged fields (if any) are empty, is
-    read in one struct call; anything else goes the checked way, which says what is wrong."""
+    read in one pass (compiled where it is built, else one struct call); anything else goes the
+    checked way, which says what is wrong."""
+    if offset == 0 and _compiled_read is not None:
+        header = _compiled_read(data, _FLEXIBLE_REQUESTS, RequestHeader)
+        if header is not None:
+            return header
     end = len(data)
     if end - offset >= _FIXED_AND_ID_LENGTH.size:
         api_key, api_version, correlation_id, size = _FIXED_AND_ID_LENGTH.unpack_from(data, offset)

@@ -229,7 +229,8 @@ class KafkaConnection(Protocol):
             self._fill(answer, slot)
 
     def _reserve(self, header: RequestHeader, result: Any) -> None:
-        if not self._slots and self._login is None and not isinstance(result, defer.Deferred):
+        later = type(result) is not dict and isinstance(result, defer.Deferred)  # an ABC's isinstance costs more
+        if not self._slots and self._login is None and not later:
             # answered at once with nothing ahead of it (the common case): no slot to queue
             parts = self._encoded(header, result)
             if parts is not _FAILED:
@@ -239,7 +240,7 @@ class KafkaConnection(Protocol):
             return
         slot = _Slot(header)
         self._slots.append(slot)
-        if isinstance(result, defer.Deferred):
+        if later:
             result.addCallbacks(self._fill, self._fail, callbackArgs=(slot,), errbackArgs=(slot,))
         else:
             self._fill(result, slot)

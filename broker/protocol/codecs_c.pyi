@@ -1,4 +1,4 @@
-"""Types of the compiled Produce codecs (produce_c.pyx)."""
+"""Types of the compiled codecs (codecs_c.pyx)."""
 
 from typing import Any
 
@@ -13,3 +13,5 @@ class ProduceResponseWriter:
     version: int
     def __init__(self, version: int) -> None: ...
     def __call__(self, w: Any, obj: Any) -> None: ...
+
+def read_request_header(buf: Any, flexible: frozenset[tuple[int, int]], header_type: Any) -> Any: ...

@@ -1,6 +1,8 @@
-"""The compiled Produce codecs (broker/protocol/produce_c.pyx) against the reference engine and the
-generated codecs, on every version: the same messages and bytes for any well-formed input; cut,
-damaged or out-of-range input either refused (then the reference answers) or read alike."""
+"""The compiled codecs (broker/protocol/codecs_c.pyx) against their references. The Produce
+request and response, against the reference engine and the generated codecs on every version:
+the same messages and bytes for any well-formed input; cut, damaged or out-of-range input either
+refused (then the reference answers) or read alike. The request header, against the checked
+reader: the same header, or refused."""
 
 from __future__ import annotations
 
@@ -12,12 +14,19 @@ from hypothesis import strategies as st
 
 from broker.protocol import codegen, compiled
 from broker.protocol.errors import ErrorCode, ProtocolDecodeError, ProtocolEncodeError
+from broker.protocol.header import (
+    _FLEXIBLE_REQUESTS,
+    RequestHeader,
+    _decode_request_header_checked,
+    decode_request_header,
+    encode_request_header,
+)
 from broker.protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
 from broker.protocol.schema import _REFERENCE
 from broker.protocol.types import Reader, Writer
 from tests.protocol.strategies import struct_strategy
 
-produce_c: Any = compiled.produce_c  # None where it is not built: the first test says so
+codecs_c: Any = compiled.codecs_c  # None where it is not built: the first test says so
 VERSIONS = range(PRODUCE_REQUEST.min_version, PRODUCE_REQUEST.max_version + 1)
 PROPERTIES = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
@@ -33,7 +42,7 @@ def _reference_read(version: int, raw: bytes) -> tuple[dict, int] | None:
 
 def _compiled_read(version: int, raw: bytes | memoryview, pos: int = 0) -> tuple[dict, int] | None:
     try:
-        return produce_c.ProduceRequestReader(version)(raw, pos, len(raw))
+        return codecs_c.ProduceRequestReader(version)(raw, pos, len(raw))
     except Exception:
         return None
 
@@ -45,12 +54,13 @@ def _reference_bytes(version: int, obj: dict) -> bytes:
 
 
 def test_the_compiled_codecs_are_built_and_used():
-    assert compiled.produce_c is not None, "make setup builds broker/protocol/produce_c.pyx (needs gcc and Cython)"
+    assert compiled.codecs_c is not None, "make setup builds broker/protocol/codecs_c.pyx (needs gcc and Cython)"
+    assert compiled.read_request_header is codecs_c.read_request_header
     for version in VERSIONS:
-        assert isinstance(PRODUCE_REQUEST.reader(version), produce_c.ProduceRequestReader)
-        assert isinstance(PRODUCE_RESPONSE.writer(version), produce_c.ProduceResponseWriter)
+        assert isinstance(PRODUCE_REQUEST.reader(version), codecs_c.ProduceRequestReader)
+        assert isinstance(PRODUCE_RESPONSE.writer(version), codecs_c.ProduceResponseWriter)
     with pytest.raises(ValueError):
-        produce_c.ProduceRequestReader(8)
+        codecs_c.ProduceRequestReader(8)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -68,7 +78,7 @@ def test_the_request_reader_equals_the_reference(version: int, data: st.DataObje
     assert generated(raw, 0, len(raw)) == expected
     # inside a larger buffer (a frame after its header), from an offset
     framed = b"head" + raw + b"tail"
-    found = produce_c.ProduceRequestReader(version)(memoryview(framed)[: 4 + len(raw)], 4, 4 + len(raw))
+    found = codecs_c.ProduceRequestReader(version)(memoryview(framed)[: 4 + len(raw)], 4, 4 + len(raw))
     assert found == (expected[0], 4 + expected[1])
     # the same input cut short, and with bytes overwritten: refused, or read as the reference reads it
     cut = data.draw(st.integers(0, len(raw)), label="cut")
@@ -91,7 +101,7 @@ def test_the_response_writer_equals_the_reference(version: int, data: st.DataObj
     obj = data.draw(struct_strategy(PRODUCE_RESPONSE.fields, version))
     w = Writer()
     w.buf += b"kept"
-    produce_c.ProduceResponseWriter(version)(w, obj)  # well-formed: written, not refused
+    codecs_c.ProduceResponseWriter(version)(w, obj)  # well-formed: written, not refused
     assert b"".join(w.chunks()) == b"kept" + _reference_bytes(version, obj)
     assert PRODUCE_RESPONSE.encode_bytes(version, obj) == _reference_bytes(version, obj)
 
@@ -100,7 +110,7 @@ def test_the_response_writer_equals_the_reference(version: int, data: st.DataObj
 def test_the_response_writer_fills_defaults_as_the_reference(version: int) -> None:
     for obj in ({}, {"responses": [{}]}, {"responses": [{"name": "t", "partition_responses": [{}]}]}):
         w = Writer()
-        produce_c.ProduceResponseWriter(version)(w, obj)
+        codecs_c.ProduceResponseWriter(version)(w, obj)
         assert bytes(w.buf) == _reference_bytes(version, obj)
 
 
@@ -116,7 +126,7 @@ def test_a_value_out_of_its_field_is_refused_and_the_reference_says_why(bad: dic
     obj = {"responses": [{"name": "t", "partition_responses": [{"index": 0, **bad}]}], "throttle_time_ms": 0}
     w = Writer()
     with pytest.raises(Exception):  # noqa: B017 - any refusal; the schema then asks the reference
-        produce_c.ProduceResponseWriter(7)(w, obj)
+        codecs_c.ProduceResponseWriter(7)(w, obj)
     with pytest.raises(ProtocolEncodeError, match=r"^ProduceResponse v7: responses\.partition_responses\."):
         PRODUCE_RESPONSE.encode_frame(7, obj, b"\x00\x00\x00\x01")
 
@@ -128,7 +138,7 @@ def test_a_value_out_of_its_field_is_refused_and_the_reference_says_why(bad: dic
 ])
 def test_shapes_it_leaves_to_the_reference_encode_alike(obj: dict) -> None:
     with pytest.raises(Exception):  # noqa: B017 - refused by the compiled writer
-        produce_c.ProduceResponseWriter(7)(Writer(), obj)
+        codecs_c.ProduceResponseWriter(7)(Writer(), obj)
     try:
         expected: bytes | str = _reference_bytes(7, obj)
     except ProtocolEncodeError as exc:
@@ -146,7 +156,7 @@ def test_non_ascii_topic_names_and_any_offsets(names: list[str], offsets: list[i
     obj = {"responses": [{"name": n, "partition_responses": [{"index": i, "base_offset": o} for i, o in enumerate(offsets)]}
                          for n in names], "throttle_time_ms": 7}
     w = Writer()
-    produce_c.ProduceResponseWriter(7)(w, obj)
+    codecs_c.ProduceResponseWriter(7)(w, obj)
     assert bytes(w.buf) == _reference_bytes(7, obj)
 
 
@@ -154,5 +164,44 @@ def test_error_codes_and_bools_are_written_as_struct_writes_them() -> None:
     obj = {"responses": [{"name": "t", "partition_responses": [
         {"index": True, "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER, "base_offset": -1}]}]}
     w = Writer()
-    produce_c.ProduceResponseWriter(7)(w, obj)
+    codecs_c.ProduceResponseWriter(7)(w, obj)
     assert bytes(w.buf) == _reference_bytes(7, obj)
+
+
+HEADER_KEYS = st.sampled_from(sorted({key for key, _ in _FLEXIBLE_REQUESTS} | {0, 1, 3, 18}))
+
+
+@given(api_key=HEADER_KEYS, api_version=st.integers(0, 13), correlation_id=st.integers(-(1 << 31), (1 << 31) - 1),
+       client_id=st.one_of(st.none(), st.text(max_size=20)), body=st.binary(max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_the_header_reader_equals_the_checked_reader(api_key: int, api_version: int, correlation_id: int,
+                                                     client_id: str | None, body: bytes) -> None:
+    raw = encode_request_header(api_key, api_version, correlation_id, client_id) + body
+    expected = _decode_request_header_checked(raw, 0)
+    for buf in (raw, bytearray(raw), memoryview(bytearray(raw))):
+        got = codecs_c.read_request_header(buf, _FLEXIBLE_REQUESTS, RequestHeader)
+        assert got == expected and type(got) is RequestHeader
+
+
+@given(raw=st.binary(max_size=40))
+@settings(max_examples=500, deadline=None)
+def test_the_header_reader_refuses_or_reads_alike_any_bytes(raw: bytes) -> None:
+    got = codecs_c.read_request_header(raw, _FLEXIBLE_REQUESTS, RequestHeader)
+    try:
+        expected = _decode_request_header_checked(raw, 0)
+    except ProtocolDecodeError:
+        assert got is None
+        return
+    assert got is None or got == expected
+    assert decode_request_header(raw) == expected
+
+
+def test_a_flexible_header_with_tagged_fields_or_without_their_count_is_left_to_the_checked_reader() -> None:
+    api_key, version = min(_FLEXIBLE_REQUESTS)
+    plain = encode_request_header(api_key, version, 7, "c")
+    assert plain.endswith(b"\x00")
+    tagged = plain[:-1] + b"\x01\x00\x02ab"  # one tagged field: tag 0, two bytes
+    assert codecs_c.read_request_header(tagged, _FLEXIBLE_REQUESTS, RequestHeader) is None
+    assert decode_request_header(tagged).body_offset == len(tagged)
+    assert codecs_c.read_request_header(plain[:-1], _FLEXIBLE_REQUESTS, RequestHeader) is None
+    assert codecs_c.read_request_header(plain, _FLEXIBLE_REQUESTS, RequestHeader) == decode_request_header(plain)

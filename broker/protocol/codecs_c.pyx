@@ -1,13 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Compiled codecs of the Produce request and response, every version (0-7): the messages a
-broker reads and writes most often, each in one typed C pass.
+"""Compiled codecs of what a broker reads and writes most often, each in one typed C pass: the
+request header, and the Produce request and response of every version (0-7).
 
 Built at install time (setup.py, Cython) where a C compiler exists. They are drop-in versions of
 the generated codecs (``broker.protocol.codegen``: same arguments, same results) for the layouts
 of ``broker.protocol.messages.produce``, which stay the one declaration: ``MessageSchema`` uses
 these when they import, and input or values they refuse (anything unusual) go to the reference
-engine, which answers or says what is wrong. ``tests/protocol/test_produce_c.py`` checks them
-equal to the reference on every version.
+engine, which answers or says what is wrong. The header reader is the same for
+``broker.protocol.header``, whose checked reader answers what it refuses.
+``tests/protocol/test_codecs_c.py`` checks them equal to the references.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE, PyByteArray_Resize
@@ -222,3 +223,37 @@ cdef class ProduceResponseWriter:
             throttle = _integer(obj.get("throttle_time_ms", 0))
             PyByteArray_Resize(out, size + 4)
             _put32(<unsigned char *>PyByteArray_AS_STRING(out) + size, throttle)
+
+
+def read_request_header(buf, frozenset flexible, header_type):
+    """The request header at the start of ``buf`` as ``header_type`` (api_key, api_version,
+    correlation_id, client_id, body_offset), or None for anything but a header v1, or a v2 one
+    (its version in ``flexible``) whose tagged fields are empty: the checked reader then reads it."""
+    cdef const unsigned char[::1] view = buf
+    cdef const unsigned char *b
+    cdef Py_ssize_t end = view.shape[0]
+    cdef Py_ssize_t pos = 10
+    cdef int16_t api_key, api_version, n
+    cdef int32_t correlation_id
+    if end < 10:
+        return None
+    b = &view[0]
+    api_key = _i16(b)
+    api_version = _i16(b + 2)
+    correlation_id = _i32(b + 4)
+    n = _i16(b + 8)
+    if n < -1 or pos + n > end:
+        return None
+    if n == -1:
+        client_id = None
+    else:
+        try:
+            client_id = PyUnicode_DecodeUTF8(<const char *>(b + pos), n, NULL)
+        except UnicodeDecodeError:
+            return None
+        pos += n
+    if (api_key, api_version) in flexible:
+        if pos >= end or b[pos] != 0:
+            return None
+        pos += 1
+    return header_type(api_key, api_version, correlation_id, client_id, pos)
