@@ -22,6 +22,11 @@ from broker.protocol.records.walker import records_of
 from broker.protocol.types import decode_varint
 from broker.storage.config import LogConfig
 
+try:  # the compiled walks (fields_c.pyx), where they are built
+    from broker.protocol.records.fields_c import walk_deltas as _compiled_walk
+except ImportError:  # pragma: no cover - no C compiler at install time
+    _compiled_walk = None  # type: ignore[assignment]
+
 try:  # numpy (the pipelines/mirror extras) makes the walk a few array operations per batch
     import numpy as np
 
@@ -64,8 +69,13 @@ def policy_of(config: LogConfig) -> TimestampPolicy:
 def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,
                         need_keys: bool) -> tuple[int, int]:
     """(least, greatest) timestamp delta of the batch's records in ``buf[pos:end]``, after the
-    checks of ``walk_records``; with numpy as arrays, otherwise in Python."""
+    checks of ``walk_records``: a small batch by the compiled walk where it is built, a large one
+    with numpy as arrays; what they refuse, and everything without them, in Python."""
     if np is None or header.records_count < ARRAY_WALK_MIN_RECORDS:
+        if _compiled_walk is not None:
+            found = _compiled_walk(buf, pos, end, header.records_count, need_keys)
+            if found is not None:
+                return found
         return walk_records(buf, pos, end, header, need_keys)
     try:
         return _walk_arrays(buf, pos, end, header, need_keys)

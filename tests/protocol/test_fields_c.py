@@ -1,4 +1,6 @@
-"""The compiled record walk (broker/protocol/records/fields_c.pyx) against its numpy reference.
+"""The compiled record walks (broker/protocol/records/fields_c.pyx) against their references: the
+loader's walk against numpy, the produce append's header check and record walk against
+``layout.check_batch`` and ``validator.walk_records``.
 
 ``arrays.read_columns`` and the loader's ``_binary`` take the compiled path when it is built
 (``make setup`` builds it here: this machine has a C compiler) and the reference otherwise. For
@@ -14,12 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.records import encode_batch, iter_batches, records_of
+from broker.protocol.errors import CorruptRecordError, InvalidRecordError
+from broker.protocol.records import encode_batch, iter_batches, layout, records_of
 from broker.protocol.records.arrays import RecordColumns, fields_c, read_columns
 from broker.protocol.records.codec import encode_record
 from broker.protocol.records.layout import build_batch
 from broker.protocol.records.walker import Tail
 from broker.protocol.types import encode_varint
+from broker.storage.validator import walk_records
 from pipelines.record_columns import _binary
 
 T0 = 1_700_000_000_000
@@ -138,3 +142,92 @@ def test_same_error_on_crafted_records(damage):
     assert _outcome(buf, [(start, end, header)], 0, True) == reference
     if damage != "headers that do not parse":  # header contents are read later, by RecordColumns.headers
         assert reference[0] == "error"
+
+
+# -- the produce append's checks: check_header against layout.check_batch, walk_deltas against
+# validator.walk_records
+
+
+def _checked(buf: bytes | bytearray, pos: int, end: int) -> tuple:
+    """layout.check_batch's answer without the compiled check: the header, or the error."""
+    try:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(layout, "_compiled_check", None)
+            return ("header", layout.check_batch(buf, pos, end))
+    except (InvalidRecordError, CorruptRecordError) as exc:
+        return ("error", type(exc).__name__, str(exc))
+
+
+def _walked(buf: bytes, pos: int, end: int, header: layout.BatchHeader, need_keys: bool) -> tuple:
+    try:
+        return ("deltas", walk_records(buf, pos, end, header, need_keys))
+    except InvalidRecordError as exc:
+        return ("error", str(exc))
+
+
+def test_the_crc_instruction_is_used_here():
+    assert fields_c.CRC32C_BUILTIN, "an x86-64 CPU with SSE 4.2 computes CRC-32C in an instruction"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=batches, data=st.data())
+def test_check_header_refuses_or_agrees_with_check_batch(parts, data):
+    raw, spans = _buffer(parts, False)
+    pos = data.draw(st.sampled_from([0] + [s - layout.HEADER_SIZE for s, _, _ in spans]), label="batch")
+    whole = bytearray(raw)
+    assert fields_c.check_header(whole, pos, len(whole), layout.BatchHeader._make) == _checked(whole, pos, len(whole))[1]
+    # damaged: bytes overwritten (in the header or the records), or the buffer cut
+    damaged = bytearray(raw[: data.draw(st.integers(pos, len(raw)), label="cut")])
+    for at, value in data.draw(st.lists(st.tuples(st.integers(pos, pos + 70), st.integers(0, 255)), max_size=3),
+                               label="overwrites"):
+        if at < len(damaged):
+            damaged[at] = value
+    got, expected = fields_c.check_header(damaged, pos, len(damaged), layout.BatchHeader._make), _checked(damaged, pos, len(damaged))
+    assert got is None or ("header", got) == expected
+    if expected[0] == "header":
+        assert got == expected[1]  # whatever check_batch accepts, the compiled check accepts too
+        assert layout.check_batch(damaged, pos, len(damaged)) == got
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=batches, need_keys=st.booleans(), data=st.data())
+def test_walk_deltas_refuses_or_agrees_with_walk_records(parts, need_keys, data):
+    raw, spans = _buffer(parts, False)
+    start, end, header = data.draw(st.sampled_from(spans), label="batch")
+    expected = _walked(raw, start, end, header, need_keys)
+    got = fields_c.walk_deltas(raw, start, end, header.records_count, need_keys)
+    if expected[0] == "deltas":
+        assert got == expected[1]
+    else:
+        assert got is None
+    damaged = bytearray(raw)
+    for at, value in data.draw(st.lists(st.tuples(st.integers(start, end - 1), st.integers(0, 255)), min_size=1,
+                                        max_size=3), label="overwrites"):
+        damaged[at] = value
+    cut = data.draw(st.integers(start, end), label="cut")
+    for buf, stop in ((bytes(damaged), end), (raw, cut)):
+        got, expected = fields_c.walk_deltas(buf, start, stop, header.records_count, need_keys), _walked(buf, start, stop, header, need_keys)
+        assert got is None or ("deltas", got) == expected
+
+
+@pytest.mark.parametrize("damage", list(CRAFTED), ids=list(CRAFTED))
+def test_walk_deltas_refuses_crafted_records(damage):
+    payload = GOOD + CRAFTED[damage] + GOOD
+    raw = build_batch(payload, count=3, base_ts=T0, max_ts=T0)
+    start, end = layout.HEADER_SIZE, len(raw)
+    header = layout.read_header(raw)
+    expected = _walked(raw, start, end, header, False)
+    got = fields_c.walk_deltas(raw, start, end, 3, False)
+    assert got is None or ("deltas", got) == expected
+    keyless = build_batch(encode_record(0, 0, None, b"v", []), count=1, base_ts=T0, max_ts=T0)
+    assert fields_c.walk_deltas(keyless, start, len(keyless), 1, True) is None
+    assert fields_c.walk_deltas(keyless, start, len(keyless), 1, False) == (0, 0)
+    assert fields_c.walk_deltas(keyless, start, len(keyless), 2, False) is None  # fewer records than the count
+
+
+def test_check_header_leaves_large_batches_to_check_batch():
+    """Its CRC loop is behind the crc32c package's above about 10 KB: larger batches are checked in Python."""
+    large = bytearray(encode_batch([(None, bytes(range(256)) * 40, [], T0)]))
+    assert len(large) > 8192
+    assert fields_c.check_header(large, 0, len(large), layout.BatchHeader._make) is None
+    assert layout.check_batch(large).records_count == 1

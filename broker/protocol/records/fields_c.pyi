@@ -1,8 +1,12 @@
-"""Types of the compiled record walk (fields_c.pyx)."""
+"""Types of the compiled record walks (fields_c.pyx)."""
 
+from collections.abc import Callable
 from typing import Any
 
 ROWS: tuple[str, ...]
+CRC32C_BUILTIN: bool
 
 def read_fields(buf: Any, starts: Any, ends: Any, counts: Any, out: Any) -> bool: ...
 def gather(buf: Any, at: Any, lengths: Any, offsets: Any, data: Any) -> bool: ...
+def check_header(buf: Any, pos: int, end: int, make: Callable[[tuple[int, ...]], Any]) -> Any: ...
+def walk_deltas(buf: Any, pos: int, end: int, count: int, need_keys: bool) -> tuple[int, int] | None: ...

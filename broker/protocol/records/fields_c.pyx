@@ -1,14 +1,56 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Compiled record walk for ``arrays.read_columns``: every record's fields in one C pass.
+"""Compiled record walks: every record's fields in one C pass for ``arrays.read_columns``, and
+for a produce append the checks of one batch's header (``layout.check_batch``) and of its
+records' framing (``validator.walk_records``).
 
-Built at install time (setup.py, Cython) where a C compiler exists. ``arrays`` stays the
+Built at install time (setup.py, Cython) where a C compiler exists. The Python code stays the
 reference: it uses this module only when it imports, and reads any input this module refuses
-again with numpy, so errors come from one place (tests/protocol/test_fields_c.py pins the two
+again itself, so errors come from one place (tests/protocol/test_fields_c.py pins the two
 equal). Numpy-free: it fills the int64 arrays it is given.
 """
 
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__x86_64__) && defined(__GNUC__)
+    __attribute__((target("sse4.2")))
+    static uint32_t logbus_crc32c(const unsigned char *p, size_t n) {
+        uint64_t crc = 0xFFFFFFFFu;
+        while (n >= 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            crc = __builtin_ia32_crc32di(crc, v);
+            p += 8;
+            n -= 8;
+        }
+        uint32_t c = (uint32_t)crc;
+        while (n--) c = __builtin_ia32_crc32qi(c, *p++);
+        return c ^ 0xFFFFFFFFu;
+    }
+    static int logbus_crc32c_builtin(void) { __builtin_cpu_init(); return __builtin_cpu_supports("sse4.2"); }
+    #else
+    static uint32_t logbus_crc32c(const unsigned char *p, size_t n) { (void)p; (void)n; return 0; }
+    static int logbus_crc32c_builtin(void) { return 0; }
+    #endif
+    """
+    uint32_t logbus_crc32c(const unsigned char *p, size_t n) nogil
+    int logbus_crc32c_builtin() nogil
+
+#: whether this CPU computes CRC-32C in an instruction (x86-64 SSE 4.2); without it check_header
+#: refuses every batch and layout.check_batch runs
+CRC32C_BUILTIN = bool(logbus_crc32c_builtin())
+
+cdef enum:
+    HEADER_SIZE = 61
+    MIN_BATCH_LENGTH = 49
+    ATTRIBUTES_POS = 21
+    # check_header's bound: its one-instruction-at-a-time CRC is ahead of the crc32c package's
+    # call (and its memoryview) up to about 10 KB, and 3 times behind it at 1 MB
+    CHECKED_BATCH_MAX = 8192
 
 #: the rows of the ``out`` array read_fields fills, one column per record
 ROWS = ("ts_delta", "offset_delta", "key_at", "key_len", "value_at", "value_len", "header_at", "ends", "header_count")
@@ -134,3 +176,104 @@ def gather(const unsigned char[::1] buf, const int64_t[::1] at, const int64_t[::
     with nogil:
         ok = _gather(buf, at, lengths, offsets, data)
     return ok
+
+
+cdef inline int64_t _i64(const unsigned char *p) noexcept nogil:
+    cdef uint64_t u = 0
+    cdef int k
+    for k in range(8):
+        u = (u << 8) | p[k]
+    return <int64_t>u
+
+
+cdef inline uint32_t _u32(const unsigned char *p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
+
+
+cdef inline int16_t _i16(const unsigned char *p) noexcept nogil:
+    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
+def check_header(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, make):
+    """``layout.check_batch`` in C for a small batch: the header of the v2 batch at ``pos`` as
+    ``make(fields)`` once its length, magic, CRC and record count are right, else None (also for
+    a batch above CHECKED_BATCH_MAX bytes, or where the CPU has no CRC-32C instruction):
+    ``check_batch`` then checks it and says what is wrong."""
+    cdef const unsigned char *b
+    cdef int32_t length, last_offset_delta, count
+    if not CRC32C_BUILTIN or pos < 0 or end > buf.shape[0] or end - pos < HEADER_SIZE:
+        return None
+    b = &buf[pos]
+    length = <int32_t>_u32(b + 8)
+    if length < MIN_BATCH_LENGTH or length + 12 > end - pos or length + 12 > CHECKED_BATCH_MAX or b[16] != 2:
+        return None
+    if logbus_crc32c(b + ATTRIBUTES_POS, length + 12 - ATTRIBUTES_POS) != _u32(b + 17):
+        return None
+    last_offset_delta = <int32_t>_u32(b + 23)
+    count = <int32_t>_u32(b + 57)
+    if count < 0 or <int64_t>count > <int64_t>last_offset_delta + 1:
+        return None
+    return make((_i64(b), length, <int32_t>_u32(b + 12), <signed char>b[16], _u32(b + 17), _i16(b + 21),
+                 last_offset_delta, _i64(b + 27), _i64(b + 35), _i64(b + 43), _i16(b + 51), <int32_t>_u32(b + 53),
+                 count))
+
+
+cdef inline Py_ssize_t _varint(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int limit,
+                               int64_t *value) noexcept nogil:
+    """The zigzag varint at ``pos`` of at most ``limit`` bytes (5: int32, 10: int64), all before
+    ``end``, into ``value``: the position after it, or -1 (also for a value outside the type)."""
+    cdef uint64_t raw = 0
+    cdef int k
+    cdef unsigned char b
+    for k in range(limit):
+        if pos >= end:
+            return -1
+        b = buf[pos]
+        pos += 1
+        if k == limit - 1 and b > (0x0F if limit == 5 else 0x01):  # bits beyond 32 or 64
+            return -1
+        raw |= (<uint64_t>(b & 0x7F)) << (7 * k)
+        if b < 0x80:
+            value[0] = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
+            return pos
+    return -1
+
+
+def walk_deltas(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, bint need_keys):
+    """``validator.walk_records`` in C: the (least, greatest) timestamp delta of the ``count``
+    records that fill ``buf[pos:end]`` exactly, with offset deltas 0..count-1 (and keys, with
+    ``need_keys``); None otherwise, and ``walk_records`` then says what is wrong."""
+    cdef const unsigned char *b
+    cdef int64_t length, ts_delta, offset_delta, key_length
+    cdef int64_t lo = 0, hi = 0
+    cdef Py_ssize_t i, rec_end, at
+    if count <= 0 or pos < 0 or end > buf.shape[0] or pos >= end:
+        return None
+    b = &buf[0]
+    with nogil:
+        for i in range(count):
+            pos = _varint(b, pos, end, 5, &length)
+            if pos < 0 or length < 1 or length > end - pos:
+                break
+            rec_end = pos + length
+            at = _varint(b, pos + 1, rec_end, 10, &ts_delta)
+            if at < 0:
+                break
+            at = _varint(b, at, rec_end, 5, &offset_delta)
+            if at < 0 or offset_delta != i:
+                break
+            if need_keys:
+                at = _varint(b, at, rec_end, 5, &key_length)
+                if at < 0 or key_length < 0:
+                    break
+            if i == 0 or ts_delta < lo:
+                lo = ts_delta
+            if i == 0 or ts_delta > hi:
+                hi = ts_delta
+            pos = rec_end
+        else:
+            if pos == end:
+                i = count
+    if i != count:
+        return None
+    return lo, hi

@@ -16,6 +16,11 @@ import crc32c
 from broker.protocol.errors import CorruptRecordError, InvalidRecordError
 from broker.protocol.types import INT16, INT32, INT64, UINT32
 
+try:  # the compiled checks (fields_c.pyx), where they are built
+    from broker.protocol.records.fields_c import check_header as _compiled_check
+except ImportError:  # pragma: no cover - no C compiler at install time
+    _compiled_check = None  # type: ignore[assignment]
+
 # Offsets of the header fields inside a batch.
 BASE_OFFSET_POS = 0
 LENGTH_POS = 8
@@ -118,6 +123,9 @@ class BatchHeader(NamedTuple):
                 and self.base_offset + self.last_offset_delta >= min_offset)
 
 
+_MAKE_HEADER = BatchHeader._make
+
+
 def legacy_header(base_offset: int, batch_length: int, magic: int) -> BatchHeader:
     """The header the batch walker gives for an outer legacy v0/v1 message (see BatchHeader)."""
     return BatchHeader(base_offset, batch_length, -1, magic, 0, 0, 0, -1, -1, NO_PRODUCER_ID, -1, NO_SEQUENCE, 0)
@@ -142,8 +150,13 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | No
     """Validate the batch at ``pos`` (length, magic, CRC, record count); return its header.
 
     Raises InvalidRecordError for a malformed batch and CorruptRecordError for a CRC mismatch.
+    The compiled check answers first where it is built; what it refuses is checked here.
     """
     end = len(buf) if end is None else end
+    if _compiled_check is not None:
+        header = _compiled_check(buf, pos, end, _MAKE_HEADER)
+        if header is not None:
+            return header
     if end - pos < HEADER_SIZE:
         raise InvalidRecordError(f"record batch truncated: {end - pos} bytes, header needs {HEADER_SIZE}")
     header = read_header(buf, pos)
