@@ -149,7 +149,8 @@ cdef class ProduceRequestReader:
 
 
 cdef class ProduceResponseWriter:
-    """``(writer, response) -> None`` for one version of ProduceResponse: appends to ``writer.buf``."""
+    """``(writer, response) -> None`` for one version of ProduceResponse: appends to ``writer.buf``;
+    ``frame(header, response)``: the whole frame (int32 size, the response header, the body)."""
 
     cdef readonly int version
     cdef bint throttle, append_time, start_offset  # v1+, v2+, v5+
@@ -165,7 +166,16 @@ cdef class ProduceResponseWriter:
         self.part_size = 14 + (8 if self.append_time else 0) + (8 if self.start_offset else 0)
 
     def __call__(self, w, obj):
-        cdef bytearray out = w.buf
+        self._write(w.buf, obj)
+
+    def frame(self, bytes header, obj):
+        cdef bytearray out = bytearray(4)
+        out += header
+        self._write(out, obj)
+        _put32(<unsigned char *>PyByteArray_AS_STRING(out), <int32_t>(PyByteArray_GET_SIZE(out) - 4))
+        return bytes(out)
+
+    cdef _write(self, bytearray out, obj):
         cdef Py_ssize_t size = PyByteArray_GET_SIZE(out)
         cdef unsigned char *p
         cdef int32_t index, throttle

@@ -297,6 +297,7 @@ class MessageSchema:
         self._compiled = {v: compile_struct(self.fields, v, v in self.flexible_versions) for v in range(rng.lo, rng.hi + 1)}
         self._readers: dict[int, codegen.FastRead] = {}
         self._writers: dict[int, codegen.FastWrite] = {}
+        self._framers: dict[int, Callable[[bytes, Mapping[str, Any]], bytes] | None] = {}
         self._item_encoders: dict[tuple[int, tuple[str, ...]], Callable[[Iterable[Mapping[str, Any]]], EncodedItems]] = {}
 
     def is_flexible(self, version: int) -> bool:
@@ -396,7 +397,16 @@ class MessageSchema:
         return w.chunks()
 
     def encode_frame(self, version: int, obj: Mapping[str, Any], header: bytes) -> list[Any]:
-        """A whole frame as chunks: its int32 size, ``header`` (a response header), then ``obj``."""
+        """A whole frame as chunks: its int32 size, ``header`` (a response header), then ``obj``.
+        A compiled writer writes the whole frame in one call; what it refuses is written here."""
+        frame = self._framers.get(version)
+        if frame is None and version not in self._framers:
+            frame = self._framers[version] = getattr(self.writer(version), "frame", None)
+        if frame is not None:
+            try:
+                return [frame(header, obj)]
+            except Exception:  # refused by the compiled writer: the generated or reference one says why
+                pass
         w = Writer()
         w.buf += bytes(4) + header
         self._write(version, w, obj)

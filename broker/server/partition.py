@@ -234,16 +234,18 @@ class Partition:
 
     def maybe_advance_high_watermark(self, appended_bytes: int | None = None) -> bool:
         """Move the high watermark to the lowest log end offset in the ISR."""
-        if not self.is_leader:
+        if self.role != LEADER:
             return False
-        leos = [self.log.log_end_offset]
+        log = self.log
+        target = log.log_end_offset
         for r in self.isr:
             if r != self.me:
                 st = self.followers.get(r)
-                leos.append(st.leo if st is not None else -1)
-        target = min(leos)
-        if target > self.log.high_watermark:
-            self.log.update_high_watermark(target)
+                leo = st.leo if st is not None else -1
+                if leo < target:
+                    target = leo
+        if target > log.high_watermark:
+            log.update_high_watermark(target)
             self._listener.high_watermark_advanced(self, appended_bytes)
             return True
         return False

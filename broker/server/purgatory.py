@@ -7,7 +7,7 @@ the requests watching it. Timers come from the injected clock (the reactor, or a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 from twisted.internet import defer
@@ -47,9 +47,10 @@ class Purgatory(Generic[DelayedT]):
         delayed.timer = self._clock.callLater(max(timeout_ms, 0) / 1000.0, self.complete, delayed, timeout_result)
         return delayed.deferred
 
-    def watching(self, key: Key) -> list[DelayedT]:
+    def watching(self, key: Key) -> Sequence[DelayedT]:
         """The requests parked on ``key`` (a copy: completing them while iterating is safe)."""
-        return list(self._by_key.get(key, ()))
+        parked = self._by_key.get(key)
+        return list(parked) if parked else ()  # no list made for a key nothing waits on (most appends)
 
     def keys(self) -> list[Key]:
         return list(self._by_key)

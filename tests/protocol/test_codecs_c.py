@@ -102,8 +102,13 @@ def test_the_response_writer_equals_the_reference(version: int, data: st.DataObj
     w = Writer()
     w.buf += b"kept"
     codecs_c.ProduceResponseWriter(version)(w, obj)  # well-formed: written, not refused
-    assert b"".join(w.chunks()) == b"kept" + _reference_bytes(version, obj)
-    assert PRODUCE_RESPONSE.encode_bytes(version, obj) == _reference_bytes(version, obj)
+    body = _reference_bytes(version, obj)
+    assert b"".join(w.chunks()) == b"kept" + body
+    assert PRODUCE_RESPONSE.encode_bytes(version, obj) == body
+    head = data.draw(st.binary(min_size=4, max_size=5), label="response header")
+    framed = (len(head) + len(body)).to_bytes(4, "big") + head + body
+    assert codecs_c.ProduceResponseWriter(version).frame(head, obj) == framed
+    assert PRODUCE_RESPONSE.encode_frame(version, obj, head) == [framed]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -42,8 +42,10 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
         entries = [None if i in refused else e for i, e in enumerate(entries)]
     if header.api_version < FIRST_RECORD_BATCH_VERSION:
         entries = _up_converted(broker, entries, refused)
-    appended = broker.replicas.append_records(request["acks"], request["timeout_ms"], [e for e in entries if e is not None])
-    if request["acks"] == 0:
+    acks = request["acks"]
+    appended = broker.replicas.append_records(acks, request["timeout_ms"],
+                                              [e for e in entries if e is not None] if refused else entries)
+    if acks == 0:
         return NO_RESPONSE
     if not isinstance(appended, list):  # a Deferred (acks=all); isinstance of Deferred, an ABC, costs more
         if refused:
