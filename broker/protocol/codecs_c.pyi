@@ -2,6 +2,8 @@
 
 from typing import Any
 
+PRODUCE_VERSIONS: range
+
 class Refused(Exception): ...
 
 class ProduceRequestReader:

@@ -17,6 +17,9 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+#: the versions of ProduceRequest and ProduceResponse compiled here
+PRODUCE_VERSIONS = range(0, 8)
+
 cdef enum:
     MAX_STRING = 32767
     PARTITION_DATA_MIN = 8  # the least bytes of a partition's data: index, records length
@@ -69,7 +72,7 @@ cdef class ProduceRequestReader:
     cdef bint transactional  # v3+: transactional_id, nullable
 
     def __init__(self, int version):
-        if not 0 <= version <= 7:
+        if version not in PRODUCE_VERSIONS:
             raise ValueError(f"ProduceRequest v{version} is not compiled")
         self.version = version
         self.transactional = version >= 3
@@ -157,7 +160,7 @@ cdef class ProduceResponseWriter:
     cdef Py_ssize_t part_size
 
     def __init__(self, int version):
-        if not 0 <= version <= 7:
+        if version not in PRODUCE_VERSIONS:
             raise ValueError(f"ProduceResponse v{version} is not compiled")
         self.version = version
         self.throttle = version >= 1

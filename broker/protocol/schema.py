@@ -324,8 +324,7 @@ class MessageSchema:
         read = self._readers.get(version)
         if read is None:
             self.compiled(version)  # UnsupportedVersionError outside the declared range
-            built = compiled.READERS.get(self.name)
-            read = self._readers[version] = built(version) if built is not None else codegen.generate_reader(
+            read = self._readers[version] = compiled.reader(self.name, version) or codegen.generate_reader(
                 self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
         return read
 
@@ -334,8 +333,7 @@ class MessageSchema:
         write = self._writers.get(version)
         if write is None:
             self.compiled(version)
-            built = compiled.WRITERS.get(self.name)
-            write = self._writers[version] = built(version) if built is not None else codegen.generate_writer(
+            write = self._writers[version] = compiled.writer(self.name, version) or codegen.generate_writer(
                 self.name, self.fields, version, version in self.flexible_versions, _REFERENCE)
         return write
 

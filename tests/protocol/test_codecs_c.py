@@ -210,3 +210,15 @@ def test_a_flexible_header_with_tagged_fields_or_without_their_count_is_left_to_
     assert decode_request_header(tagged).body_offset == len(tagged)
     assert codecs_c.read_request_header(plain[:-1], _FLEXIBLE_REQUESTS, RequestHeader) is None
     assert codecs_c.read_request_header(plain, _FLEXIBLE_REQUESTS, RequestHeader) == decode_request_header(plain)
+
+
+def test_only_compiled_versions_are_offered() -> None:
+    assert compiled.reader("ProduceRequest", 7) is not None and compiled.writer("ProduceResponse", 0) is not None
+    assert compiled.reader("ProduceRequest", 8) is None and compiled.writer("ProduceResponse", -1) is None
+    assert compiled.reader("FetchRequest", 4) is None
+
+
+def test_a_buffer_of_another_item_type_is_read_the_python_way() -> None:
+    raw = encode_request_header(0, 7, 9, "client")
+    signed = memoryview(raw).cast("b")  # items of another type than unsigned bytes
+    assert decode_request_header(signed) == decode_request_header(raw)

@@ -23,7 +23,7 @@ from broker.protocol.records.codec import encode_record
 from broker.protocol.records.layout import build_batch
 from broker.protocol.records.walker import Tail
 from broker.protocol.types import encode_varint
-from broker.storage.validator import walk_records
+from broker.storage.validator import records_span_deltas, walk_records
 from pipelines.record_columns import _binary
 
 T0 = 1_700_000_000_000
@@ -231,3 +231,11 @@ def test_check_header_leaves_large_batches_to_check_batch():
     assert len(large) > 8192
     assert fields_c.check_header(large, 0, len(large), layout.BatchHeader._make) is None
     assert layout.check_batch(large).records_count == 1
+
+
+def test_a_buffer_of_another_item_type_is_checked_in_python():
+    batch = encode_batch([(b"k", b"v", [], T0)])
+    signed = memoryview(batch).cast("b")  # items of another type than unsigned bytes
+    assert layout.check_batch(signed) == layout.check_batch(batch)
+    header = layout.read_header(batch)
+    assert records_span_deltas(signed, layout.HEADER_SIZE, len(batch), header, True) == (0, 0)
