@@ -61,10 +61,9 @@ cdef enum:
 
 cdef inline Py_ssize_t _zigzag(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, int limit,
                                int64_t *value) noexcept nogil:
-    """The zigzag varint at ``pos`` (at most ``limit`` bytes, all before ``end``) into ``value``:
-    the position after it, or -1."""
+    """The zigzag varint at ``pos`` of at most ``limit`` bytes (5: int32, 10: int64), all before
+    ``end``, into ``value``: the position after it, or -1 (also for a value outside the type)."""
     cdef uint64_t raw = 0
-    cdef int shift = 0
     cdef int k
     cdef unsigned char b
     for k in range(limit):
@@ -72,11 +71,12 @@ cdef inline Py_ssize_t _zigzag(const unsigned char[::1] buf, Py_ssize_t pos, Py_
             return -1
         b = buf[pos]
         pos += 1
-        raw |= (<uint64_t>(b & 0x7F)) << shift
+        if k == limit - 1 and b > (0x0F if limit == 5 else 0x01):  # bits beyond 32 or 64
+            return -1
+        raw |= (<uint64_t>(b & 0x7F)) << (7 * k)
         if b < 0x80:
             value[0] = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
             return pos
-        shift += 7
     return -1
 
 
@@ -218,52 +218,29 @@ def check_header(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, m
                  count))
 
 
-cdef inline Py_ssize_t _varint(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int limit,
-                               int64_t *value) noexcept nogil:
-    """The zigzag varint at ``pos`` of at most ``limit`` bytes (5: int32, 10: int64), all before
-    ``end``, into ``value``: the position after it, or -1 (also for a value outside the type)."""
-    cdef uint64_t raw = 0
-    cdef int k
-    cdef unsigned char b
-    for k in range(limit):
-        if pos >= end:
-            return -1
-        b = buf[pos]
-        pos += 1
-        if k == limit - 1 and b > (0x0F if limit == 5 else 0x01):  # bits beyond 32 or 64
-            return -1
-        raw |= (<uint64_t>(b & 0x7F)) << (7 * k)
-        if b < 0x80:
-            value[0] = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
-            return pos
-    return -1
-
-
 def walk_deltas(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, bint need_keys):
     """``validator.walk_records`` in C: the (least, greatest) timestamp delta of the ``count``
     records that fill ``buf[pos:end]`` exactly, with offset deltas 0..count-1 (and keys, with
     ``need_keys``); None otherwise, and ``walk_records`` then says what is wrong."""
-    cdef const unsigned char *b
     cdef int64_t length, ts_delta, offset_delta, key_length
     cdef int64_t lo = 0, hi = 0
     cdef Py_ssize_t i, rec_end, at
     if count <= 0 or pos < 0 or end > buf.shape[0] or pos >= end:
         return None
-    b = &buf[0]
     with nogil:
         for i in range(count):
-            pos = _varint(b, pos, end, 5, &length)
+            pos = _zigzag(buf, pos, end, 5, &length)
             if pos < 0 or length < 1 or length > end - pos:
                 break
             rec_end = pos + length
-            at = _varint(b, pos + 1, rec_end, 10, &ts_delta)
+            at = _zigzag(buf, pos + 1, rec_end, 10, &ts_delta)
             if at < 0:
                 break
-            at = _varint(b, at, rec_end, 5, &offset_delta)
+            at = _zigzag(buf, at, rec_end, 5, &offset_delta)
             if at < 0 or offset_delta != i:
                 break
             if need_keys:
-                at = _varint(b, at, rec_end, 5, &key_length)
+                at = _zigzag(buf, at, rec_end, 5, &key_length)
                 if at < 0 or key_length < 0:
                     break
             if i == 0 or ts_delta < lo:
