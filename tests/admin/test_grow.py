@@ -34,7 +34,16 @@ def _logbus(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 class Producing:
-    """acks=all idempotent produce in a thread, round robin over the partitions, until ``stop``."""
+    """acks=all idempotent produce in a thread, round robin over the partitions, until ``stop``.
+
+    One request in flight per connection: with more, a leader that moves away and back between
+    two of them answers the first NOT_LEADER_OR_FOLLOWER and the next OUT_OF_ORDER_SEQUENCE_NUMBER
+    (its sequence skips the refused one, as Kafka answers too), and librdkafka then bumps its
+    producer epoch and sends every unacknowledged message of every partition again under the new
+    epoch, also those a former leader wrote before it answered NOT_LEADER_OR_FOLLOWER: duplicates
+    no broker can drop (librdkafka issue 4953; seen here with ``debug=eos``: "failed due to skipped
+    sequence numbers ... epoch bump"). With one in flight, retries keep their epoch and sequence,
+    which is what the broker's deduplication is tested on."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.acked: list[bytes] = []
@@ -44,7 +53,8 @@ class Producing:
         self._thread.start()
 
     def _run(self, bootstrap: str, topic: str) -> None:
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                             "max.in.flight.requests.per.connection": 1})
 
         def delivered(err, msg) -> None:
             if err is not None:
