@@ -233,10 +233,17 @@ class KafkaConnection(Protocol):
         if not self._slots and self._login is None and not later:
             # answered at once with nothing ahead of it (the common case): no slot to queue
             parts = self._encoded(header, result)
-            if parts is not _FAILED:
-                if parts:
-                    self._outgoing.extend(parts)
-                self._pump()
+            if parts is _FAILED:
+                return
+            if parts and len(parts) == 1 and type(parts[0]) is bytes and not self._outgoing and not self._sending_slice:
+                transport: Any = self.transport
+                transport.write(parts[0])  # one frame of bytes and nothing queued: written as it is
+                if self._read_closed:
+                    self._close_when_answered()
+                return
+            if parts:
+                self._outgoing.extend(parts)
+            self._pump()
             return
         slot = _Slot(header)
         self._slots.append(slot)

@@ -70,7 +70,7 @@ class BrokerMetrics:
         self.records_in[topic] += records
 
     def request_done(self, api_key: int, started: float, response: Any) -> None:
-        name = _api_name(api_key)
+        name = _API_NAMES.get(api_key) or str(api_key)
         self.requests[name] += 1
         self.latency[name].observe(time.monotonic() - started)
 
@@ -197,10 +197,6 @@ def _render_cleaner(manager: LogCleanerManager, out: Exposition) -> None:
 
 
 _API_NAMES = {int(key): key.name for key in ApiKey}
-
-
-def _api_name(api_key: int) -> str:
-    return _API_NAMES.get(api_key) or str(api_key)
 
 
 class MetricsResource(resource.Resource):

@@ -100,7 +100,7 @@ class _Read:
 ReadOrLater = FetchResult | defer.Deferred[FetchResult]
 
 
-@dataclass
+@dataclass(slots=True)
 class AppendOutcome:
     """One partition's answer to a produce."""
 

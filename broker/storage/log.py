@@ -28,7 +28,7 @@ from broker.protocol.errors import (
     RecordListTooLargeError,
 )
 from broker.protocol.records.layout import BatchHeader, set_base_offset, set_max_timestamp, set_partition_leader_epoch
-from broker.protocol.records.walker import Tail, iter_batches
+from broker.protocol.records.walker import checked_batches
 from broker.storage.checkpoint import fsync_dir, unlink_if_present
 from broker.storage.cleaner import CleanableRange, CleanTask, cleanable_range, complete_swaps, must_clean_by, swap_in
 from broker.storage.config import INT_MAX, LogConfig
@@ -318,7 +318,7 @@ class PartitionLog:
         config = self.config
         max_message = config.max_message_bytes
         batches: list[tuple[int, BatchHeader]] = []
-        for pos, header in iter_batches(records, Tail.RAISE):
+        for pos, header in checked_batches(records):
             if header.size > max_message:
                 raise MessageTooLargeError(f"record batch of {header.size} bytes exceeds max.message.bytes={max_message}")
             if header.records_count == 0:
@@ -375,7 +375,7 @@ class PartitionLog:
             expected = self._leo
             batches: list[tuple[int, BatchHeader]] = []
             entries: list[BatchEntry] = []
-            for pos, header in iter_batches(records, Tail.RAISE):
+            for pos, header in checked_batches(records):
                 if header.base_offset < expected or header.last_offset_delta < 0:
                     raise InvalidRecordError(
                         f"follower append: batch at offset {header.base_offset} does not follow offset {expected - 1}"

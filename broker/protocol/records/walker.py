@@ -55,6 +55,9 @@ def iter_batches(buf: Buffer, tail: Tail = Tail.RAISE, pos: int = 0, end: int | 
     if tail is Tail.STOP:
         yield from _fetched(buf, pos, end, verify)
         return
+    if tail is Tail.RAISE:
+        yield from checked_batches(buf, pos, end)
+        return
     while pos < end:
         try:
             header = check_batch(buf, pos, end)
@@ -64,6 +67,18 @@ def iter_batches(buf: Buffer, tail: Tail = Tail.RAISE, pos: int = 0, end: int | 
             raise
         yield pos, header
         pos += header.size
+
+
+def checked_batches(buf: Buffer, pos: int = 0, end: int | None = None) -> list[tuple[int, BatchHeader]]:
+    """``iter_batches(buf, Tail.RAISE, pos, end)`` as a list: what an append walks (no generator
+    to resume per batch on the produce path)."""
+    end = len(buf) if end is None else end
+    found = []
+    while pos < end:
+        header = check_batch(buf, pos, end)
+        found.append((pos, header))
+        pos += header.size
+    return found
 
 
 def _fetched(buf: Buffer, pos: int, end: int, verify: bool) -> Iterator[tuple[int, BatchHeader]]:
