@@ -38,6 +38,27 @@ cdef inline int32_t _i32(const unsigned char *p) noexcept nogil:
     return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
 
 
+cdef object _string(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end, bint nullable):
+    """The int16-length-prefixed UTF-8 string at ``pos[0]`` (None for length -1 where
+    ``nullable``), ``pos[0]`` moved past it; Refused for a length that does not fit, and
+    UnicodeDecodeError for bytes that are not UTF-8."""
+    cdef Py_ssize_t at = pos[0]
+    cdef int16_t n
+    if at + 2 > end:
+        raise Refused
+    n = _i16(b + at)
+    at += 2
+    if n < 0:
+        if n != -1 or not nullable:
+            raise Refused
+        pos[0] = at
+        return None
+    if at + n > end:
+        raise Refused
+    pos[0] = at + n
+    return PyUnicode_DecodeUTF8(<const char *>(b + at), n, NULL)
+
+
 cdef inline object _integer(object value):
     """``value`` if it is an int (bool and IntEnum too, as struct takes them); else Refused.
     Its conversion to the field's C type then raises OverflowError outside the field's range."""
@@ -88,20 +109,7 @@ cdef class ProduceRequestReader:
         if end == 0:
             raise Refused
         b = &view[0]
-        txn = None
-        if self.transactional:
-            if pos + 2 > end:
-                raise Refused
-            n = _i16(b + pos)
-            pos += 2
-            if n < 0:
-                if n != -1:
-                    raise Refused
-            else:
-                if pos + n > end:
-                    raise Refused
-                txn = PyUnicode_DecodeUTF8(<const char *>(b + pos), n, NULL)
-                pos += n
+        txn = _string(b, &pos, end, True) if self.transactional else None
         if pos + 10 > end:
             raise Refused
         acks = _i16(b + pos)
@@ -112,14 +120,7 @@ cdef class ProduceRequestReader:
             raise Refused
         topic_data = []
         for i in range(topics):
-            if pos + 2 > end:
-                raise Refused
-            n = _i16(b + pos)
-            pos += 2
-            if n < 0 or pos + n > end:
-                raise Refused
-            name = PyUnicode_DecodeUTF8(<const char *>(b + pos), n, NULL)
-            pos += n
+            name = _string(b, &pos, end, False)
             if pos + 4 > end:
                 raise Refused
             parts = _i32(b + pos)
@@ -241,30 +242,29 @@ cdef class ProduceResponseWriter:
 def read_request_header(buf, frozenset flexible, header_type):
     """The request header at the start of ``buf`` as ``header_type`` (api_key, api_version,
     correlation_id, client_id, body_offset), or None for anything but a header v1, or a v2 one
-    (its version in ``flexible``) whose tagged fields are empty: the checked reader then reads it."""
-    cdef const unsigned char[::1] view = buf
+    (its version in ``flexible``) whose tagged fields are empty, or a buffer it cannot view as
+    unsigned bytes: the checked reader then reads it."""
+    cdef const unsigned char[::1] view
     cdef const unsigned char *b
-    cdef Py_ssize_t end = view.shape[0]
-    cdef Py_ssize_t pos = 10
-    cdef int16_t api_key, api_version, n
+    cdef Py_ssize_t end
+    cdef Py_ssize_t pos = 8
+    cdef int16_t api_key, api_version
     cdef int32_t correlation_id
+    try:
+        view = buf
+    except (TypeError, ValueError, BufferError):
+        return None
+    end = view.shape[0]
     if end < 10:
         return None
     b = &view[0]
     api_key = _i16(b)
     api_version = _i16(b + 2)
     correlation_id = _i32(b + 4)
-    n = _i16(b + 8)
-    if n < -1 or pos + n > end:
+    try:
+        client_id = _string(b, &pos, end, True)
+    except (Refused, UnicodeDecodeError):
         return None
-    if n == -1:
-        client_id = None
-    else:
-        try:
-            client_id = PyUnicode_DecodeUTF8(<const char *>(b + pos), n, NULL)
-        except UnicodeDecodeError:
-            return None
-        pos += n
     if (api_key, api_version) in flexible:
         if pos >= end or b[pos] != 0:
             return None

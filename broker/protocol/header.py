@@ -45,10 +45,7 @@ def decode_request_header(data: BytesLike, offset: int = 0) -> RequestHeader:
     read in one pass (compiled where it is built, else one struct call); anything else goes the
     checked way, which says what is wrong."""
     if offset == 0 and _compiled_read is not None:
-        try:
-            header = _compiled_read(data, _FLEXIBLE_REQUESTS, RequestHeader)
-        except (TypeError, ValueError):  # a buffer it cannot view as unsigned bytes: read below
-            header = None
+        header = _compiled_read(data, _FLEXIBLE_REQUESTS, RequestHeader)
         if header is not None:
             return header
     end = len(data)

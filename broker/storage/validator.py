@@ -73,10 +73,7 @@ def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: Batc
     with numpy as arrays; what they refuse, and everything without them, in Python."""
     if np is None or header.records_count < ARRAY_WALK_MIN_RECORDS:
         if _compiled_walk is not None:
-            try:
-                found = _compiled_walk(buf, pos, end, header.records_count, need_keys)
-            except (TypeError, ValueError):  # a buffer it cannot view as unsigned bytes: walked in Python
-                found = None
+            found = _compiled_walk(buf, pos, end, header.records_count, need_keys)
             if found is not None:
                 return found
         return walk_records(buf, pos, end, header, need_keys)

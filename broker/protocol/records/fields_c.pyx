@@ -194,16 +194,23 @@ cdef inline int16_t _i16(const unsigned char *p) noexcept nogil:
     return <int16_t>((<uint16_t>p[0] << 8) | p[1])
 
 
-def check_header(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, make):
+def check_header(buf, Py_ssize_t pos, Py_ssize_t end, make):
     """``layout.check_batch`` in C for a small batch: the header of the v2 batch at ``pos`` as
     ``make(fields)`` once its length, magic, CRC and record count are right, else None (also for
-    a batch above CHECKED_BATCH_MAX bytes, or where the CPU has no CRC-32C instruction):
-    ``check_batch`` then checks it and says what is wrong."""
+    a batch above CHECKED_BATCH_MAX bytes, a buffer it cannot view as unsigned bytes, or where the
+    CPU has no CRC-32C instruction): ``check_batch`` then checks it and says what is wrong."""
+    cdef const unsigned char[::1] view
     cdef const unsigned char *b
     cdef int32_t length, last_offset_delta, count
-    if not CRC32C_BUILTIN or pos < 0 or end > buf.shape[0] or end - pos < HEADER_SIZE:
+    if not CRC32C_BUILTIN:
         return None
-    b = &buf[pos]
+    try:
+        view = buf
+    except (TypeError, ValueError, BufferError):
+        return None
+    if pos < 0 or end > view.shape[0] or end - pos < HEADER_SIZE:
+        return None
+    b = &view[pos]
     length = <int32_t>_u32(b + 8)
     if length < MIN_BATCH_LENGTH or length + 12 > end - pos or length + 12 > CHECKED_BATCH_MAX or b[16] != 2:
         return None
@@ -218,29 +225,35 @@ def check_header(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, m
                  count))
 
 
-def walk_deltas(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, bint need_keys):
+def walk_deltas(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, bint need_keys):
     """``validator.walk_records`` in C: the (least, greatest) timestamp delta of the ``count``
     records that fill ``buf[pos:end]`` exactly, with offset deltas 0..count-1 (and keys, with
-    ``need_keys``); None otherwise, and ``walk_records`` then says what is wrong."""
+    ``need_keys``); None otherwise (also for a buffer it cannot view as unsigned bytes), and
+    ``walk_records`` then says what is wrong."""
+    cdef const unsigned char[::1] view
     cdef int64_t length, ts_delta, offset_delta, key_length
     cdef int64_t lo = 0, hi = 0
     cdef Py_ssize_t i, rec_end, at
-    if count <= 0 or pos < 0 or end > buf.shape[0] or pos >= end:
+    try:
+        view = buf
+    except (TypeError, ValueError, BufferError):
+        return None
+    if count <= 0 or pos < 0 or end > view.shape[0] or pos >= end:
         return None
     with nogil:
         for i in range(count):
-            pos = _zigzag(buf, pos, end, 5, &length)
+            pos = _zigzag(view, pos, end, 5, &length)
             if pos < 0 or length < 1 or length > end - pos:
                 break
             rec_end = pos + length
-            at = _zigzag(buf, pos + 1, rec_end, 10, &ts_delta)
+            at = _zigzag(view, pos + 1, rec_end, 10, &ts_delta)
             if at < 0:
                 break
-            at = _zigzag(buf, at, rec_end, 5, &offset_delta)
+            at = _zigzag(view, at, rec_end, 5, &offset_delta)
             if at < 0 or offset_delta != i:
                 break
             if need_keys:
-                at = _zigzag(buf, at, rec_end, 5, &key_length)
+                at = _zigzag(view, at, rec_end, 5, &key_length)
                 if at < 0 or key_length < 0:
                     break
             if i == 0 or ts_delta < lo:

@@ -154,10 +154,7 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | No
     """
     end = len(buf) if end is None else end
     if _compiled_check is not None:
-        try:
-            header = _compiled_check(buf, pos, end, _MAKE_HEADER)
-        except (TypeError, ValueError):  # a buffer it cannot view as unsigned bytes: checked here
-            header = None
+        header = _compiled_check(buf, pos, end, _MAKE_HEADER)
         if header is not None:
             return header
     if end - pos < HEADER_SIZE:
