@@ -23,9 +23,7 @@ from typing import NamedTuple
 from broker.protocol.errors import (
     InvalidRecordError,
     KafkaStorageError,
-    MessageTooLargeError,
     OffsetOutOfRangeError,
-    RecordListTooLargeError,
 )
 from broker.protocol.records.layout import BatchHeader, set_base_offset, set_max_timestamp, set_partition_leader_epoch
 from broker.protocol.records.walker import checked_batches
@@ -37,7 +35,7 @@ from broker.storage.index import fsync_path
 from broker.storage.leader_epoch import LeaderEpochCache
 from broker.storage.producer_state import ProducerStateManager, delete_snapshots
 from broker.storage.segment import BatchEntry, LogSegment
-from broker.storage.validator import TimestampPolicy, policy_of, validate_batch
+from broker.storage.validator import TimestampPolicy, policy_of, validate_append
 
 log = logging.getLogger(__name__)
 
@@ -316,23 +314,11 @@ class PartitionLog:
         if size == 0:
             raise InvalidRecordError("no record batches to append")
         config = self.config
-        max_message = config.max_message_bytes
-        batches: list[tuple[int, BatchHeader]] = []
-        for pos, header in checked_batches(records):
-            if header.size > max_message:
-                raise MessageTooLargeError(f"record batch of {header.size} bytes exceeds max.message.bytes={max_message}")
-            if header.records_count == 0:
-                raise InvalidRecordError("record batch holds no records")
-            if header.is_control:
-                raise InvalidRecordError("producers may not send control batches")
-            batches.append((pos, header))
-        if size > config.segment_bytes:
-            raise RecordListTooLargeError(f"{size} bytes of batches exceed segment.bytes={config.segment_bytes}")
         cached = self._policy
         if cached is None or cached[0] is not config:
             cached = self._policy = (config, policy_of(config))
-        policy, now = cached[1], self._time_ms()
-        max_timestamps = [validate_batch(records, pos, header, policy, now) for pos, header in batches]
+        now = self._time_ms()
+        batches, max_timestamps = validate_append(records, config, cached[1], now)
 
         with self._lock:
             self._check_open()

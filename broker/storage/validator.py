@@ -15,16 +15,24 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple, cast
 
-from broker.protocol.errors import InvalidRecordError, InvalidTimestampError, ProtocolDecodeError
+from broker.protocol.errors import (
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageTooLargeError,
+    ProtocolDecodeError,
+    RecordListTooLargeError,
+)
 from broker.protocol.records.layout import BatchHeader, set_max_timestamp
 from broker.protocol.records.unrolled import read_record_head
-from broker.protocol.records.walker import records_of
+from broker.protocol.records.walker import checked_batches, records_of
 from broker.protocol.types import decode_varint
 from broker.storage.config import LogConfig
 
 try:  # the compiled walks (fields_c.pyx), where they are built
+    from broker.protocol.records.fields_c import check_produced as _compiled_produced
     from broker.protocol.records.fields_c import walk_deltas as _compiled_walk
 except ImportError:  # pragma: no cover - no C compiler at install time
+    _compiled_produced = None  # type: ignore[assignment]
     _compiled_walk = None  # type: ignore[assignment]
 
 try:  # numpy (the pipelines/mirror extras) makes the walk a few array operations per batch
@@ -46,6 +54,8 @@ MIN_RECORD_BODY = 6
 #: Kafka's default for message.timestamp.difference.max.ms: no bound.
 NO_BOUND = (1 << 63) - 1
 
+_MAKE_HEADER = BatchHeader._make
+
 
 class TimestampPolicy(NamedTuple):
     """What the topic's config says about the records of an append (see ``policy_of``)."""
@@ -64,6 +74,38 @@ def policy_of(config: LogConfig) -> TimestampPolicy:
     before = int(other.get("message.timestamp.before.max.ms", diff))
     after = int(other.get("message.timestamp.after.max.ms", diff))
     return TimestampPolicy(config.log_append_time, before, after, "compact" in config.cleanup_policy.split(","))
+
+
+def validate_append(records: bytearray | memoryview, config: LogConfig, policy: TimestampPolicy,
+                    now_ms: int) -> tuple[list[tuple[int, BatchHeader]], list[int]]:
+    """A leader's append checked before anything of it is written: every batch whole
+    (``check_batch``), within max.message.bytes, with records and not a control batch, all of
+    them within segment.bytes, then each validated (``validate_batch``). Returns the batches as
+    (position, header) and each one's max timestamp; raises Kafka's error for the first fault.
+
+    One small batch, the usual produce, is checked by one compiled call where it is built; what
+    that call refuses is checked here, which says what is wrong."""
+    size = len(records)
+    if _compiled_produced is not None and size <= config.segment_bytes:
+        try:
+            found = _compiled_produced(records, _MAKE_HEADER, config.max_message_bytes, policy.compacted,
+                                       policy.log_append_time, now_ms, policy.before_max_ms, policy.after_max_ms)
+        except OverflowError:  # a bound beyond 64 bits
+            found = None
+        if found is not None:
+            return [(0, found[0])], [found[1]]
+    max_message = config.max_message_bytes
+    batches = checked_batches(records)
+    for _, header in batches:
+        if header.size > max_message:
+            raise MessageTooLargeError(f"record batch of {header.size} bytes exceeds max.message.bytes={max_message}")
+        if header.records_count == 0:
+            raise InvalidRecordError("record batch holds no records")
+        if header.is_control:
+            raise InvalidRecordError("producers may not send control batches")
+    if size > config.segment_bytes:
+        raise RecordListTooLargeError(f"{size} bytes of batches exceed segment.bytes={config.segment_bytes}")
+    return batches, [validate_batch(records, pos, header, policy, now_ms) for pos, header in batches]
 
 
 def records_span_deltas(buf: bytes | bytearray, pos: int, end: int, header: BatchHeader,

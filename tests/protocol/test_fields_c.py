@@ -1,6 +1,7 @@
 """The compiled record walks (broker/protocol/records/fields_c.pyx) against their references: the
 loader's walk against numpy, the produce append's header check and record walk against
-``layout.check_batch`` and ``validator.walk_records``.
+``layout.check_batch`` and ``validator.walk_records``, and its one-call check of a small batch
+against ``validator.validate_append``.
 
 ``arrays.read_columns`` and the loader's ``_binary`` take the compiled path when it is built
 (``make setup`` builds it here: this machine has a C compiler) and the reference otherwise. For
@@ -16,14 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.errors import CorruptRecordError, InvalidRecordError
+from broker.protocol.errors import CorruptRecordError, InvalidRecordError, KafkaError
 from broker.protocol.records import encode_batch, iter_batches, layout, records_of
 from broker.protocol.records.arrays import RecordColumns, fields_c, read_columns
 from broker.protocol.records.codec import encode_record
 from broker.protocol.records.layout import build_batch
 from broker.protocol.records.walker import Tail
 from broker.protocol.types import encode_varint
-from broker.storage.validator import records_span_deltas, walk_records
+from broker.storage import validator
+from broker.storage.config import LogConfig
+from broker.storage.validator import NO_BOUND, TimestampPolicy, records_span_deltas, walk_records
 from pipelines.record_columns import _binary
 
 T0 = 1_700_000_000_000
@@ -239,3 +242,93 @@ def test_a_buffer_of_another_item_type_is_checked_in_python():
     assert layout.check_batch(signed) == layout.check_batch(batch)
     header = layout.read_header(batch)
     assert records_span_deltas(signed, layout.HEADER_SIZE, len(batch), header, True) == (0, 0)
+
+
+# -- the produce append's one call: check_produced against validator.validate_append
+
+
+def _validated(buf: bytearray, config: LogConfig, policy: TimestampPolicy, now: int, compiled: bool) -> tuple:
+    """validate_append's answer (batches and max timestamps, or the error) and the buffer after it."""
+    copy = bytearray(buf)
+    with pytest.MonkeyPatch.context() as m:
+        if not compiled:
+            m.setattr(validator, "_compiled_produced", None)
+        try:
+            batches, max_timestamps = validator.validate_append(copy, config, policy, now)
+        except KafkaError as exc:
+            return ("error", type(exc).__name__, str(exc)), bytes(copy)
+    return ("ok", batches, max_timestamps), bytes(copy)
+
+
+produced = st.fixed_dictionaries({
+    "records": st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=6)), st.binary(max_size=30),
+                                  st.integers(-3000, 3000)), min_size=1, max_size=8),
+    "count_off": st.sampled_from([0, 0, 0, -1, 1]),
+    "attributes": st.sampled_from([0, 0, 0, 0x10, 0x08, 0x20, 0x01]),
+    "base_ts": st.sampled_from([T0, T0, T0 - 5000, -1, 1 << 62]),
+    "max_ts_off": st.sampled_from([0, 0, 0, 1, -7]),
+    "producer": st.sampled_from([(-1, -1), (7, 0), (7, -1)]),
+    "max_message": st.sampled_from([1 << 20, 1 << 20, 120]),
+    "segment_bytes": st.sampled_from([1 << 30, 1 << 30, 150]),
+    "log_append_time": st.booleans(),
+    "compacted": st.booleans(),
+    "bound": st.sampled_from([NO_BOUND, NO_BOUND, 2000, 1 << 70]),
+    "now_off": st.integers(-4000, 4000),
+    "extra_batch": st.sampled_from([False, False, False, True]),
+})
+
+
+def _produced_batch(p: dict) -> bytearray:
+    payload = b"".join(encode_record(i, ts, key, value, []) for i, (key, value, ts) in enumerate(p["records"]))
+    deltas = [ts for _, _, ts in p["records"]]
+    base_ts = p["base_ts"]
+    pid, seq = p["producer"]
+    raw = build_batch(payload, count=len(deltas) + p["count_off"], base_ts=base_ts,
+                      max_ts=base_ts + max(deltas) + p["max_ts_off"], attributes=p["attributes"], producer_id=pid,
+                      producer_epoch=0 if pid >= 0 else -1, base_sequence=seq, last_offset_delta=len(deltas) - 1)
+    return bytearray(raw + (encode_batch([(b"k", b"v", [], T0)]) if p["extra_batch"] else b""))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=produced, overwrites=st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=2))
+def test_validate_append_answers_alike_with_and_without_the_compiled_check(p, overwrites):
+    """Whatever the batch and the topic's settings, the compiled check changes no answer and no
+    byte; it refuses only what the reference would refuse or change, and accepts the rest."""
+    buf = _produced_batch(p)
+    for at, value in overwrites:
+        if at < len(buf):
+            buf[at] = value
+    config = LogConfig(max_message_bytes=p["max_message"], segment_bytes=p["segment_bytes"],
+                       message_timestamp_type="LogAppendTime" if p["log_append_time"] else "CreateTime",
+                       cleanup_policy="compact" if p["compacted"] else "delete")
+    policy = TimestampPolicy(p["log_append_time"], p["bound"], p["bound"], p["compacted"])
+    now = T0 + p["now_off"]
+    expected = _validated(buf, config, policy, now, compiled=False)
+    assert _validated(buf, config, policy, now, compiled=True) == expected
+    if len(buf) > p["segment_bytes"]:
+        return  # validate_append does not ask the compiled check then
+    got = fields_c.check_produced(buf, layout.BatchHeader._make, p["max_message"], p["compacted"],
+                                  p["log_append_time"], now, min(p["bound"], NO_BOUND), min(p["bound"], NO_BOUND))
+    outcome, after = expected
+    if got is not None:
+        assert outcome == ("ok", [(0, got[0])], [got[1]]) and after == bytes(buf)
+    else:  # refused: only what the reference refuses or changes (none of these batches is compressed)
+        assert outcome[0] == "error" or after != bytes(buf) or len(outcome[1]) > 1, f"refused: {outcome}"
+
+
+def test_check_produced_accepts_a_producers_batch():
+    """The usual produce: one batch of a few records, CreateTime, its maxTimestamp right."""
+    raw = bytearray(encode_batch([(b"k", b"value", [], T0 + i) for i in range(3)], producer_id=4, producer_epoch=0,
+                                 base_sequence=9))
+    found = fields_c.check_produced(raw, layout.BatchHeader._make, 1 << 20, True, False, T0, NO_BOUND,
+                                    NO_BOUND)
+    assert found == (layout.read_header(raw), T0 + 2)
+    assert fields_c.check_produced(raw, layout.BatchHeader._make, len(raw) - 1, True, False, T0, NO_BOUND,
+                                   NO_BOUND) is None  # above max.message.bytes
+    assert fields_c.check_produced(raw + b"\0", layout.BatchHeader._make, 1 << 20, True, False, T0, NO_BOUND,
+                                   NO_BOUND) is None  # the batch does not fill the buffer
+    assert fields_c.check_produced(memoryview(raw), layout.BatchHeader._make, 1 << 20, True, False, T0, NO_BOUND,
+                                   NO_BOUND) is None  # not a bytearray: the validator checks it
+    keyless = bytearray(encode_batch([(None, b"value", [], T0)]))
+    assert fields_c.check_produced(keyless, layout.BatchHeader._make, 1 << 20, True, False, T0,
+                                   NO_BOUND, NO_BOUND) is None  # compacted: a key is needed

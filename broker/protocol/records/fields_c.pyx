@@ -11,6 +11,7 @@ equal). Numpy-free: it fills the int64 arrays it is given.
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 
 cdef extern from *:
     """
@@ -59,7 +60,7 @@ cdef enum:
     TS_DELTA, OFFSET_DELTA, KEY_AT, KEY_LEN, VALUE_AT, VALUE_LEN, HEADER_AT, ENDS, HEADER_COUNT
 
 
-cdef inline Py_ssize_t _zigzag(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, int limit,
+cdef inline Py_ssize_t _zigzag(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int limit,
                                int64_t *value) noexcept nogil:
     """The zigzag varint at ``pos`` of at most ``limit`` bytes (5: int32, 10: int64), all before
     ``end``, into ``value``: the position after it, or -1 (also for a value outside the type)."""
@@ -80,7 +81,7 @@ cdef inline Py_ssize_t _zigzag(const unsigned char[::1] buf, Py_ssize_t pos, Py_
     return -1
 
 
-cdef inline Py_ssize_t _sized(const unsigned char[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t *start,
+cdef inline Py_ssize_t _sized(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end, int64_t *start,
                               int64_t *length) noexcept nogil:
     """A key or value at ``pos``: its length varint (-1: null) and where its bytes start, into
     ``start`` and ``length``; the position after its bytes (not checked against ``end`` here: the
@@ -99,6 +100,9 @@ cdef bint _walk(const unsigned char[::1] buf, const int64_t[::1] starts, const i
     cdef Py_ssize_t size = buf.shape[0]
     cdef Py_ssize_t s, i, r = 0, pos, rec_end, batch_end, at
     cdef int64_t length, header_count
+    cdef const unsigned char *b = NULL
+    if size > 0:
+        b = &buf[0]
     for s in range(starts.shape[0]):
         pos = starts[s]
         batch_end = ends[s]
@@ -107,24 +111,24 @@ cdef bint _walk(const unsigned char[::1] buf, const int64_t[::1] starts, const i
         for i in range(counts[s]):
             if r >= out.shape[1]:
                 return False
-            pos = _zigzag(buf, pos, batch_end, 5, &length)
+            pos = _zigzag(b, pos, batch_end, 5, &length)
             if pos < 0 or length < 1 or length > batch_end - pos:
                 return False
             rec_end = pos + length
-            at = _zigzag(buf, pos + 1, rec_end, 10, &out[TS_DELTA, r])
+            at = _zigzag(b, pos + 1, rec_end, 10, &out[TS_DELTA, r])
             if at < 0:
                 return False
-            at = _zigzag(buf, at, rec_end, 5, &out[OFFSET_DELTA, r])
+            at = _zigzag(b, at, rec_end, 5, &out[OFFSET_DELTA, r])
             if at < 0:
                 return False
-            at = _sized(buf, at, rec_end, &out[KEY_AT, r], &out[KEY_LEN, r])
+            at = _sized(b, at, rec_end, &out[KEY_AT, r], &out[KEY_LEN, r])
             if at < 0:
                 return False
-            at = _sized(buf, at, rec_end, &out[VALUE_AT, r], &out[VALUE_LEN, r])
+            at = _sized(b, at, rec_end, &out[VALUE_AT, r], &out[VALUE_LEN, r])
             if at < 0:
                 return False
             out[HEADER_AT, r] = at
-            at = _zigzag(buf, at, rec_end, 5, &header_count)
+            at = _zigzag(b, at, rec_end, 5, &header_count)
             if at < 0 or header_count < 0 or (header_count == 0 and at != rec_end):
                 return False
             out[HEADER_COUNT, r] = header_count
@@ -194,35 +198,76 @@ cdef inline int16_t _i16(const unsigned char *p) noexcept nogil:
     return <int16_t>((<uint16_t>p[0] << 8) | p[1])
 
 
+cdef int32_t _small_batch_length(const unsigned char *b, Py_ssize_t avail) noexcept nogil:
+    """The length field of the v2 batch at ``b`` (``avail`` bytes there) once its length, magic,
+    CRC and record count are right and it is at most CHECKED_BATCH_MAX bytes; else -1."""
+    cdef int32_t length, last_offset_delta, count
+    if avail < HEADER_SIZE:
+        return -1
+    length = <int32_t>_u32(b + 8)
+    if length < MIN_BATCH_LENGTH or length + 12 > avail or length + 12 > CHECKED_BATCH_MAX or b[16] != 2:
+        return -1
+    if logbus_crc32c(b + ATTRIBUTES_POS, length + 12 - ATTRIBUTES_POS) != _u32(b + 17):
+        return -1
+    last_offset_delta = <int32_t>_u32(b + 23)
+    count = <int32_t>_u32(b + 57)
+    if count < 0 or <int64_t>count > <int64_t>last_offset_delta + 1:
+        return -1
+    return length
+
+
+cdef object _header(const unsigned char *b, make):
+    return make((_i64(b), <int32_t>_u32(b + 8), <int32_t>_u32(b + 12), <signed char>b[16], _u32(b + 17), _i16(b + 21),
+                 <int32_t>_u32(b + 23), _i64(b + 27), _i64(b + 35), _i64(b + 43), _i16(b + 51), <int32_t>_u32(b + 53),
+                 <int32_t>_u32(b + 57)))
+
+
+cdef bint _span_deltas(const unsigned char *view, Py_ssize_t size, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count,
+                       bint need_keys, int64_t *lo, int64_t *hi) noexcept nogil:
+    """walk_deltas' walk of ``view`` (``size`` bytes): False where ``walk_records`` would refuse,
+    or might."""
+    cdef int64_t length, ts_delta, offset_delta, key_length
+    cdef Py_ssize_t i, rec_end, at
+    if count <= 0 or pos < 0 or end > size or pos >= end:
+        return False
+    for i in range(count):
+        pos = _zigzag(view, pos, end, 5, &length)
+        if pos < 0 or length < 1 or length > end - pos:
+            return False
+        rec_end = pos + length
+        at = _zigzag(view, pos + 1, rec_end, 10, &ts_delta)
+        if at < 0:
+            return False
+        at = _zigzag(view, at, rec_end, 5, &offset_delta)
+        if at < 0 or offset_delta != i:
+            return False
+        if need_keys:
+            at = _zigzag(view, at, rec_end, 5, &key_length)
+            if at < 0 or key_length < 0:
+                return False
+        if i == 0 or ts_delta < lo[0]:
+            lo[0] = ts_delta
+        if i == 0 or ts_delta > hi[0]:
+            hi[0] = ts_delta
+        pos = rec_end
+    return pos == end
+
+
 def check_header(buf, Py_ssize_t pos, Py_ssize_t end, make):
     """``layout.check_batch`` in C for a small batch: the header of the v2 batch at ``pos`` as
     ``make(fields)`` once its length, magic, CRC and record count are right, else None (also for
     a batch above CHECKED_BATCH_MAX bytes, a buffer it cannot view as unsigned bytes, or where the
     CPU has no CRC-32C instruction): ``check_batch`` then checks it and says what is wrong."""
     cdef const unsigned char[::1] view
-    cdef const unsigned char *b
-    cdef int32_t length, last_offset_delta, count
     if not CRC32C_BUILTIN:
         return None
     try:
         view = buf
     except (TypeError, ValueError, BufferError):
         return None
-    if pos < 0 or end > view.shape[0] or end - pos < HEADER_SIZE:
+    if pos < 0 or end > view.shape[0] or _small_batch_length(&view[pos], end - pos) < 0:
         return None
-    b = &view[pos]
-    length = <int32_t>_u32(b + 8)
-    if length < MIN_BATCH_LENGTH or length + 12 > end - pos or length + 12 > CHECKED_BATCH_MAX or b[16] != 2:
-        return None
-    if logbus_crc32c(b + ATTRIBUTES_POS, length + 12 - ATTRIBUTES_POS) != _u32(b + 17):
-        return None
-    last_offset_delta = <int32_t>_u32(b + 23)
-    count = <int32_t>_u32(b + 57)
-    if count < 0 or <int64_t>count > <int64_t>last_offset_delta + 1:
-        return None
-    return make((_i64(b), length, <int32_t>_u32(b + 12), <signed char>b[16], _u32(b + 17), _i16(b + 21),
-                 last_offset_delta, _i64(b + 27), _i64(b + 35), _i64(b + 43), _i16(b + 51), <int32_t>_u32(b + 53),
-                 count))
+    return _header(&view[pos], make)
 
 
 def walk_deltas(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, bint need_keys):
@@ -231,39 +276,64 @@ def walk_deltas(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, bint need
     ``need_keys``); None otherwise (also for a buffer it cannot view as unsigned bytes), and
     ``walk_records`` then says what is wrong."""
     cdef const unsigned char[::1] view
-    cdef int64_t length, ts_delta, offset_delta, key_length
     cdef int64_t lo = 0, hi = 0
-    cdef Py_ssize_t i, rec_end, at
+    cdef bint ok
     try:
         view = buf
     except (TypeError, ValueError, BufferError):
         return None
-    if count <= 0 or pos < 0 or end > view.shape[0] or pos >= end:
+    if view.shape[0] == 0:
         return None
     with nogil:
-        for i in range(count):
-            pos = _zigzag(view, pos, end, 5, &length)
-            if pos < 0 or length < 1 or length > end - pos:
-                break
-            rec_end = pos + length
-            at = _zigzag(view, pos + 1, rec_end, 10, &ts_delta)
-            if at < 0:
-                break
-            at = _zigzag(view, at, rec_end, 5, &offset_delta)
-            if at < 0 or offset_delta != i:
-                break
-            if need_keys:
-                at = _zigzag(view, at, rec_end, 5, &key_length)
-                if at < 0 or key_length < 0:
-                    break
-            if i == 0 or ts_delta < lo:
-                lo = ts_delta
-            if i == 0 or ts_delta > hi:
-                hi = ts_delta
-            pos = rec_end
-        else:
-            if pos == end:
-                i = count
-    if i != count:
+        ok = _span_deltas(&view[0], view.shape[0], pos, end, count, need_keys, &lo, &hi)
+    return (lo, hi) if ok else None
+
+
+cdef enum:
+    COMPRESSION_MASK = 0x07
+    LOG_APPEND_TIME_MASK = 0x08
+    CONTROL_MASK = 0x20
+
+# timestamps and deltas beyond these are left to Python's unbounded ints
+cdef int64_t TIMESTAMP_BOUND = (<int64_t>1) << 62
+cdef int64_t DELTA_BOUND = (<int64_t>1) << 60
+
+
+def check_produced(buf, make, int64_t max_message, bint need_keys, bint log_append_time, int64_t now,
+                   int64_t before_max, int64_t after_max):
+    """A producer's one small batch filling the bytearray ``buf``, checked as
+    ``validator.validate_append`` checks it (``check_header``, max.message.bytes, then
+    ``validate_batch``) where that would change nothing: (its header as ``make(fields)``, its max
+    timestamp). None for anything else (another type of buffer, compressed, a control batch,
+    LogAppendTime claimed, no sequence beside a producer id, a timestamp out of bounds, a
+    maxTimestamp that is not the records' greatest, an error): the validator then checks it and
+    says what is wrong."""
+    cdef const unsigned char *b
+    cdef Py_ssize_t end
+    cdef int32_t length
+    cdef int64_t base_ts, max_ts, lo = 0, hi = 0
+    if type(buf) is not bytearray or not CRC32C_BUILTIN:
         return None
-    return lo, hi
+    b = <const unsigned char *>PyByteArray_AS_STRING(buf)
+    end = PyByteArray_GET_SIZE(buf)
+    length = _small_batch_length(b, end)
+    if length < 0 or length + 12 != end or end > max_message:
+        return None
+    if _i16(b + 21) & (COMPRESSION_MASK | LOG_APPEND_TIME_MASK | CONTROL_MASK):
+        return None
+    if _i64(b + 43) >= 0 and <int32_t>_u32(b + 53) < 0:  # a producer id without a sequence
+        return None
+    base_ts = _i64(b + 27)
+    if base_ts > TIMESTAMP_BOUND or base_ts < -TIMESTAMP_BOUND:
+        return None
+    if not _span_deltas(b, end, HEADER_SIZE, length + 12, <int32_t>_u32(b + 57), need_keys, &lo, &hi):
+        return None
+    if lo > DELTA_BOUND or lo < -DELTA_BOUND or hi > DELTA_BOUND or hi < -DELTA_BOUND:
+        return None
+    max_ts = base_ts + hi
+    if not log_append_time:
+        if base_ts >= 0 and (now - (base_ts + lo) > before_max or max_ts - now > after_max):
+            return None
+        if max_ts != _i64(b + 35):
+            return None
+    return _header(b, make), max_ts
