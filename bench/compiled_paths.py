@@ -4,15 +4,17 @@
     .venv/bin/python bench/compiled_paths.py
 
 Per call, best of three ``timeit`` runs: the request header's reader, the Produce v7 request
-reader and response writer (compiled, then generated), and a batch's header check
+reader and response writer (compiled, then generated), a batch's header check
 (``layout.check_batch`` with and without ``fields_c.check_header``) at 170 bytes, 11 KB and
-1 MB. Needs the compiled modules (``make setup`` builds them).
+1 MB, and an append's checks of one small batch (``validator.validate_append`` with and without
+``fields_c.check_produced``). Needs the compiled modules (``make setup`` builds them).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,8 @@ from broker.protocol.messages import REQUESTS, RESPONSES, ApiKey  # noqa: E402
 from broker.protocol.records import encode_batch, layout  # noqa: E402
 from broker.protocol.schema import _REFERENCE  # noqa: E402
 from broker.protocol.types import Writer  # noqa: E402
+from broker.storage import validator  # noqa: E402
+from broker.storage.config import LogConfig  # noqa: E402
 
 
 def per_call_us(fn: Callable[[], Any], calls: int) -> float:
@@ -56,6 +60,12 @@ def main() -> None:
         batch = bytearray(encode_batch([(None, os.urandom(size), [], 0)] * count))
         rows.append((f"batch check, {len(batch):,} bytes, compiled first", lambda b=batch: layout.check_batch(b)))
         rows.append((f"batch check, {len(batch):,} bytes, Python", lambda b=batch: _python_check(b)))
+    now = int(time.time() * 1000)
+    produced = bytearray(encode_batch([(None, os.urandom(100), [], now)]))
+    config = LogConfig()
+    policy = validator.policy_of(config)
+    rows.append(("append check, 1 record, compiled first", lambda: validator.validate_append(produced, config, policy, now)))
+    rows.append(("append check, 1 record, Python", lambda: _python_append_check(produced, config, policy, now)))
     for name, fn in rows:
         print(f"{name:48s} {per_call_us(fn, 20_000):8.2f} µs")
 
@@ -66,6 +76,14 @@ def _python_check(batch: bytearray) -> Any:
         return layout.check_batch(batch)
     finally:
         layout._compiled_check = compiled
+
+
+def _python_append_check(batch: bytearray, config: LogConfig, policy: validator.TimestampPolicy, now: int) -> Any:
+    compiled, validator._compiled_produced = validator._compiled_produced, None
+    try:
+        return validator.validate_append(batch, config, policy, now)
+    finally:
+        validator._compiled_produced = compiled
 
 
 if __name__ == "__main__":

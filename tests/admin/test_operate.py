@@ -359,8 +359,9 @@ def test_reassign_partitions_under_idempotent_produce_loses_and_duplicates_nothi
     stop = threading.Event()
 
     def produce() -> None:
+        # one request in flight: see tests/admin/test_grow.py's producer (librdkafka issue 4953)
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "acks": "all",
-                             "linger.ms": 2})
+                             "linger.ms": 2, "max.in.flight.requests.per.connection": 1})
 
         def delivered(err, msg) -> None:
             if err is None:

@@ -49,9 +49,11 @@ def test_leader_kill_loses_no_acknowledged_record(cluster, zk):
             failures.append(str(err))
 
     def produce() -> None:
+        # one request in flight: see tests/admin/test_grow.py's producer (librdkafka issue 4953)
         producer = Producer({
             "bootstrap.servers": bootstrap(brokers), "enable.idempotence": True, "acks": "all",
             "linger.ms": 2, "message.timeout.ms": 60000, "topic.metadata.refresh.interval.ms": 1000,
+            "max.in.flight.requests.per.connection": 1,
         })
         i = 0
         while not stop.is_set():
