@@ -54,7 +54,7 @@ $(VPY):
 
 # Re-run pip only when the dependency list, the pins or a compiled module's source change
 # (pip builds setup.py's Cython modules in place; with no C compiler the pure-Python paths run).
-$(STAMP): pyproject.toml setup.py $(CONSTRAINTS) $(wildcard broker/*/*.pyx broker/*/*/*.pyx) | $(VPY)
+$(STAMP): pyproject.toml setup.py $(CONSTRAINTS) $(wildcard broker/*/*.pyx broker/*/*/*.pyx broker/*/*.pxd) | $(VPY)
 	$(VPY) -m pip install -q -c $(CONSTRAINTS) -e '.[pipelines,mirror,airflow,console,test]'
 	touch $@
 

@@ -17,6 +17,8 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+from broker.protocol.bigendian cimport i16 as _i16, i32 as _i32
+
 #: the versions of ProduceRequest and ProduceResponse compiled here
 PRODUCE_VERSIONS = range(0, 8)
 
@@ -28,14 +30,6 @@ cdef enum:
 
 class Refused(Exception):
     """Input or a value the compiled codec leaves to the reference."""
-
-
-cdef inline int16_t _i16(const unsigned char *p) noexcept nogil:
-    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
-
-
-cdef inline int32_t _i32(const unsigned char *p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
 
 
 cdef object _string(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end, bint nullable):

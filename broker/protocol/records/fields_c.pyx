@@ -13,6 +13,8 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 
+from broker.protocol.bigendian cimport i16 as _i16, i64 as _i64, u32 as _u32
+
 cdef extern from *:
     """
     #include <stdint.h>
@@ -180,22 +182,6 @@ def gather(const unsigned char[::1] buf, const int64_t[::1] at, const int64_t[::
     with nogil:
         ok = _gather(buf, at, lengths, offsets, data)
     return ok
-
-
-cdef inline int64_t _i64(const unsigned char *p) noexcept nogil:
-    cdef uint64_t u = 0
-    cdef int k
-    for k in range(8):
-        u = (u << 8) | p[k]
-    return <int64_t>u
-
-
-cdef inline uint32_t _u32(const unsigned char *p) noexcept nogil:
-    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
-
-
-cdef inline int16_t _i16(const unsigned char *p) noexcept nogil:
-    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
 
 
 cdef int32_t _small_batch_length(const unsigned char *b, Py_ssize_t avail) noexcept nogil:
