@@ -206,13 +206,13 @@ def _metadata_frame(topic: str) -> bytes:
     return encode_request_header(ApiKey.METADATA, 8, 1, "latency-bench") + body
 
 
-def _fill_wide_topic(bootstrap: str) -> None:
+def _fill_wide_topic(bootstrap: str, partitions: int) -> None:
     """One batch of one record in each partition of the wide topic, for its Fetch."""
     batch = encode_batch([(None, RECORD, [], 0)])
     body = REQUESTS[ApiKey.PRODUCE].encode_bytes(PRODUCE_VERSION, {
         "transactional_id": None, "acks": 1, "timeout_ms": 30000,
         "topic_data": [{"name": COSTS_TOPIC, "partition_data": [
-            {"index": i, "records": batch} for i in range(COSTS_PARTITIONS)]}]})
+            {"index": i, "records": batch} for i in range(partitions)]}]})
     conn = BrokerConnection.from_address(bootstrap)
     try:
         conn.send_frame(encode_request_header(ApiKey.PRODUCE, PRODUCE_VERSION, 1, "latency-bench") + body)
@@ -244,7 +244,7 @@ def require_accepted(label: str, frame: bytes, answer: bytes) -> None:
         raise RuntimeError(f"{label}: the broker answered error codes {sorted(codes)}")
 
 
-def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
+def api_costs(bootstrap: str, broker: Broker, seconds: float, partitions: int) -> dict[str, Any]:
     """The broker's CPU per request by API and size: one request encoded once, sent pipelined
     (64 in flight) over a bare socket for ``seconds``, so the client's cost is not in it."""
     cases = {
@@ -257,9 +257,9 @@ def api_costs(bootstrap: str, broker: Broker, seconds: float) -> dict[str, Any]:
         "FETCH 64 KiB": ("FETCH", _fetch_frame(64 << 10)),
         "FETCH 256 KiB": ("FETCH", _fetch_frame(256 << 10)),
         "FETCH 1 MiB": ("FETCH", _fetch_frame(1 << 20)),
-        f"FETCH {COSTS_PARTITIONS:,} partitions, 1 batch each": ("FETCH", _fetch_frame(1, COSTS_TOPIC, COSTS_PARTITIONS)),
+        f"FETCH {partitions:,} partitions, 1 batch each": ("FETCH", _fetch_frame(1, COSTS_TOPIC, partitions)),
         "METADATA 1 partition": ("METADATA", _metadata_frame(TOPIC)),
-        f"METADATA {COSTS_PARTITIONS:,} partitions": ("METADATA", _metadata_frame(COSTS_TOPIC)),
+        f"METADATA {partitions:,} partitions": ("METADATA", _metadata_frame(COSTS_TOPIC)),
         "API_VERSIONS": ("API_VERSIONS", encode_request_header(ApiKey.API_VERSIONS, 2, 1, "latency-bench")),
     }
     found: dict[str, Any] = {}
@@ -427,7 +427,6 @@ ONLY_WHEN_NAMED = ("beside_retention",)  # it changes the broker's settings for 
 
 
 def main(argv: list[str] | None = None) -> int:
-    global COSTS_PARTITIONS
     stop_cleanly_on_signals()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -445,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                                    f"(default: all but {','.join(ONLY_WHEN_NAMED)})")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    COSTS_PARTITIONS = args.wide_partitions
+    partitions = args.wide_partitions
     chosen = args.only.split(",") if args.only else [name for name in SCENARIOS if name not in ONLY_WHEN_NAMED]
     unknown = sorted(set(chosen) - set(SCENARIOS))
     if unknown:
@@ -463,15 +462,15 @@ def main(argv: list[str] | None = None) -> int:
             bootstrap = cluster.bootstrap_servers
             with AdminClient(bootstrap, timeout=30) as admin:
                 admin.create_topic(TOPIC, 1, 1)
-                admin.create_topic(COSTS_TOPIC, COSTS_PARTITIONS, 1)
+                admin.create_topic(COSTS_TOPIC, partitions, 1)
                 admin.create_topic(LARGE_TOPIC, 1, 1, {"max.message.bytes": str(LARGE_MAX_MESSAGE_BYTES)})
                 if retention:
                     admin.create_topic(RETAINED_TOPIC, 1, 1, {"max.message.bytes": str(LARGE_MAX_MESSAGE_BYTES),
                                                               "segment.bytes": str(RETAINED_SEGMENT_BYTES),
                                                               "retention.bytes": str(RETAINED_SEGMENT_BYTES)})
-            _fill_wide_topic(bootstrap)
+            _fill_wide_topic(bootstrap, partitions)
             scenarios = {
-                "costs": lambda: api_costs(bootstrap, broker, args.costs_seconds),
+                "costs": lambda: api_costs(bootstrap, broker, args.costs_seconds, partitions),
                 "batch1": lambda: batch1(bootstrap, broker, args.batch1_records),
                 "sync": lambda: sync_round_trips(bootstrap, broker, args.sync_requests),
                 "e2e_quiet": lambda: end_to_end(bootstrap, args.e2e_seconds, 0.0),
@@ -480,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
                 "beside_produce": lambda: beside_large(
                     bootstrap, args.sync_requests, _produce_frame(LARGE_PRODUCE_RECORDS, LARGE_TOPIC)),
                 "beside_fetch": lambda: beside_large(
-                    bootstrap, args.sync_requests, _fetch_frame(1 << 10, COSTS_TOPIC, COSTS_PARTITIONS), args.fetch_every_s,
+                    bootstrap, args.sync_requests, _fetch_frame(1 << 10, COSTS_TOPIC, partitions), args.fetch_every_s,
                     args.paced_seconds),
                 "beside_retention": lambda: beside_large(
                     bootstrap, args.sync_requests, _produce_frame(LARGE_PRODUCE_RECORDS, RETAINED_TOPIC),

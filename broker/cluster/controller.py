@@ -378,7 +378,7 @@ class Controller:
                 write(topic, partition, state, NO_LEADER, state.leader_epoch + 1, state.isr, why)
             return
         leader, new_isr = choice
-        if state.leader in counts and counts[state.leader] > 0:
+        if counts[state.leader] > 0:  # a Counter: 0 for a broker leading nothing
             counts[state.leader] -= 1
         counts[leader] += 1
         write(topic, partition, state, leader, state.leader_epoch + 1, new_isr, f"leader {state.leader} gone")

@@ -1,7 +1,7 @@
 """Authorization inside the handlers: who sent the request, and may they do what an API asks.
 
-The connection sets ``Broker.request_principal`` (and the peer's host) only while a request is
-dispatched, so a handler takes a ``Requester`` at its start and asks it later, in callbacks
+The connection sets ``Broker.request`` (the principal and the peer's host) only while a request
+is dispatched, so a handler takes a ``Requester`` at its start and asks it later, in callbacks
 too. Without an authorizer (``authorizer.class.name`` empty) everything is allowed. What each
 API requires is broker.security.api_acls's table.
 """
@@ -93,4 +93,4 @@ class Requester:
 
 def requester(broker: Broker) -> Requester:
     """The requester of the request being dispatched; call it before any Deferred."""
-    return Requester(broker.authorizer, broker.request_principal, broker.request_peer_host)
+    return Requester(broker.authorizer, broker.request.principal, broker.request.peer_host)

@@ -23,7 +23,6 @@ from broker.config import BrokerConfig, Listener
 from broker.coordinator.coordinator import GroupCoordinator
 from broker.coordinator.group import GroupConfig
 from broker.security.authorizer import AclAuthorizer, parse_super_users
-from broker.security.principal import ANONYMOUS
 from broker.server.acls import AclStore
 from broker.server.cluster_watch import ClusterWatch
 from broker.server.connection import KafkaServerFactory
@@ -38,6 +37,7 @@ from broker.server.partition_states import ZkPartitionStates
 from broker.server.replica_fetcher import ReplicaFetcherManager
 from broker.server.replica_manager import ReplicaManager
 from broker.server.replication_quota import ReplicationQuota
+from broker.server.request_context import NO_REQUEST, RequestContext
 from broker.server.tls import ServerTlsContext
 from broker.server.topics import FoundTopic, TopicAdmin, read_topic
 from broker.storage.cleaner import CleanerProcesses
@@ -89,9 +89,7 @@ class Broker:
         self.reactor = reactor
         self.config = config
         self.broker_id = config.broker_id
-        self.request_peer_host: str | None = None  # the client's address while a request is dispatched (JoinGroup's HOST)
-        self.request_principal: str = ANONYMOUS  # who sent the request being dispatched (SASL login, else ANONYMOUS)
-        self.request_listener: str | None = None  # the listener it came in on (Metadata answers with its endpoints)
+        self.request: RequestContext = NO_REQUEST  # the identity of the request being dispatched (its connection sets it)
         self.log_config = LogConfig.from_broker(config.props)
         # reassign-partitions --throttle: what leaders send and followers fetch of throttled replicas
         self.leader_quota = ReplicationQuota(config.leader_replication_throttled_rate)

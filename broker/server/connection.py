@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
@@ -27,6 +28,7 @@ from broker.protocol.header import RequestHeader, decode_request_header
 from broker.security.listener_config import ListenerSecurity
 from broker.security.principal import ANONYMOUS
 from broker.server.dispatch import NO_RESPONSE, Dispatcher
+from broker.server.request_context import NO_REQUEST, RequestContext
 from broker.server.sasl_login import BEFORE_LOGIN, SASL_KEYS, SaslLogin
 from broker.server.sendfile import CHUNK_BYTES, ChunkSender, SliceSender, supports_zero_copy
 from broker.server.tls import verify_failure
@@ -79,8 +81,7 @@ class KafkaConnection(Protocol):
         self._closed = False
         self._read_closed = False
         self._zero_copy = False
-        self._peer_address: str | None = None
-        self.principal = ANONYMOUS  # "User:<name>" once a SASL login succeeds on this connection
+        self._context = RequestContext(ANONYMOUS, self.listener)  # its peer from connectionMade, a principal from a login
 
     def connectionMade(self) -> None:
         transport: Any = self.transport
@@ -90,7 +91,7 @@ class KafkaConnection(Protocol):
         if hasattr(tcp, "setTcpNoDelay"):
             tcp.setTcpNoDelay(True)
         self._zero_copy = supports_zero_copy(transport)
-        self._peer_address = getattr(self._peer(), "host", None)  # the ACLs' host, read once, not per request
+        self._context = RequestContext(ANONYMOUS, self.listener, getattr(self._peer(), "host", None))  # read once
         if self.security is not None and self.security.uses_sasl:
             self._login = SaslLogin(self.broker, self.security, self._peer_host())
 
@@ -204,15 +205,11 @@ class KafkaConnection(Protocol):
                 if header.api_key in SASL_KEYS:
                     self._reserve(header, login.handle(header, body))
                     return
-            self.broker.request_peer_host = self._peer_address
-            self.broker.request_principal = self.principal
-            self.broker.request_listener = self.listener
+            self.broker.request = self._context
             try:
                 result = self.dispatcher.dispatch(self.broker, header, body)
             finally:
-                self.broker.request_peer_host = None
-                self.broker.request_principal = ANONYMOUS
-                self.broker.request_listener = None
+                self.broker.request = NO_REQUEST
         except ProtocolDecodeError as exc:
             self._close(f"malformed {header.api_key} v{header.api_version} request: {exc}")
             return
@@ -258,7 +255,7 @@ class KafkaConnection(Protocol):
         login = self._login
         if login is not None:
             if login.complete:
-                self.principal = login.exchange.principal or ANONYMOUS
+                self._context = replace(self._context, principal=login.exchange.principal or ANONYMOUS)
             elif login.failed:
                 if slot.header is None:
                     self._close("SASL login refused")

@@ -200,6 +200,7 @@ def test_requester_judges_the_requests_principal_and_host():
     from broker.protocol.errors import GroupAuthorizationFailedError
     from broker.security.api_acls import ANY_TOPIC_WRITE, INTER_BROKER, REQUIRED
     from broker.server.authz import requester
+    from broker.server.request_context import RequestContext
 
     a = authorizer({
         topic("t"): [allow(ALICE, Op.WRITE, host="10.0.0.1")],
@@ -208,7 +209,7 @@ def test_requester_judges_the_requests_principal_and_host():
     })
 
     def who(principal: str, host: str = "10.0.0.1"):
-        return requester(SimpleNamespace(authorizer=a, request_principal=principal, request_peer_host=host))
+        return requester(SimpleNamespace(authorizer=a, request=RequestContext(principal, None, host)))
 
     assert who(ALICE).may_api(ApiKey.PRODUCE, "t") and who(ALICE).may_api(ApiKey.METADATA, "t")
     assert not who(ALICE, "10.0.0.2").may_api(ApiKey.PRODUCE, "t")
@@ -217,6 +218,6 @@ def test_requester_judges_the_requests_principal_and_host():
     assert isinstance(who(ALICE).refusal(REQUIRED[ApiKey.JOIN_GROUP], "g"), GroupAuthorizationFailedError)
     assert who("User:broker").may(INTER_BROKER) and not who(ALICE).may(INTER_BROKER)
     assert who(ALICE).may_any(ANY_TOPIC_WRITE) and not who(BOB).may_any(ANY_TOPIC_WRITE)
-    open_everything = requester(SimpleNamespace(authorizer=None, request_principal=ALICE, request_peer_host=None))
+    open_everything = requester(SimpleNamespace(authorizer=None, request=RequestContext(ALICE)))
     assert open_everything.may_api(ApiKey.DELETE_TOPICS, "t") and not open_everything.checks
 

@@ -21,7 +21,7 @@ def acl_store(broker: Broker, api: ApiKey) -> AclStore:
     if broker.acl_store is None:
         raise SecurityDisabledError("No Authorizer is configured on the broker")
     if not requester(broker).may_api(api):
-        raise ClusterAuthorizationFailedError(f"{broker.request_principal} may not use {api.name}")
+        raise ClusterAuthorizationFailedError(f"{broker.request.principal} may not use {api.name}")
     return broker.acl_store
 
 

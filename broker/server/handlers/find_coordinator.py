@@ -32,7 +32,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> dict:
     if not requester(broker).may_api(ApiKey.FIND_COORDINATOR, request["key"]):
         return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, f"may not describe group {request['key']}")
     node = broker.coordinator.coordinator_of(request["key"]) if broker.coordinator else None
-    endpoint = broker.metadata.endpoint(node, broker.request_listener) if node is not None else None
+    endpoint = broker.metadata.endpoint(node, broker.request.listener) if node is not None else None
     if endpoint is None:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no live broker")
     return {

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def _client_host(broker: Broker) -> str:
-    """Kafka's "/127.0.0.1" form, when the connection recorded the peer (``request_peer_host``)."""
-    host = getattr(broker, "request_peer_host", None)
+    """Kafka's "/127.0.0.1" form, when the connection recorded the peer."""
+    host = broker.request.peer_host
     return f"/{host}" if host else ""
 
 

@@ -43,7 +43,7 @@ def handle(broker: Broker, header: RequestHeader, request: dict) -> Any:
     else:
         names = list(dict.fromkeys(t["name"] for t in requested))
     who = requester(broker)
-    listener = broker.request_listener  # read now: an auto-create answers after the dispatch returned
+    listener = broker.request.listener  # read now: an auto-create answers after the dispatch returned
     denied = {n: int(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in names or () if not who.may_api(ApiKey.METADATA, n)}
     described = None if names is None else [n for n in names if n not in denied]
     to_create = _auto_creatable(broker, described, request.get("allow_auto_topic_creation", True))

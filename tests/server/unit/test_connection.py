@@ -15,6 +15,7 @@ from broker.server.broker import Broker
 from broker.server.dispatch import Dispatcher, Handler
 from broker.server.fetch_parts import FetchedPartition, FetchResult
 from broker.server.handlers import fetch as fetch_handler
+from broker.server.request_context import NO_REQUEST
 from broker.storage.file_slice import FileSlice, SegmentFile
 from tests.server.unit.wire import MAX_REQUEST_BYTES, connect, decode, request, responses, unstarted_broker
 
@@ -144,14 +145,14 @@ def test_a_handler_sees_the_clients_address_while_it_runs() -> None:
     seen: list[object] = []
 
     def answer(broker_: Broker, header: object, body: dict) -> object:
-        seen.append(broker_.request_peer_host)
+        seen.append(broker_.request.peer_host)
         return {"error_code": 0, "api_keys": [], "throttle_time_ms": 0}
 
     broker = unstarted_broker()
     connection, transport = connect(broker, Dispatcher([Handler(ApiKey.API_VERSIONS, 0, 2, answer)]))
     connection.dataReceived(request(ApiKey.API_VERSIONS, 2, 1))
     assert seen == [transport.getPeer().host] and seen[0]
-    assert broker.request_peer_host is None, "only while the request is dispatched"
+    assert broker.request is NO_REQUEST, "only while the request is dispatched"
 
 
 def _fetch_answering(records: FileSlice) -> Dispatcher:
