@@ -351,13 +351,13 @@ class RecordAccumulator:
             if self.buffered >= self.buffer_memory:
                 self._wait_for_memory(max_block)
             queue = self.queues[(topic, partition)]
-            batch = queue[-1] if queue else None
-            if batch is None or batch.encoded is not None or batch.full:
-                index = -1
-            else:
-                before = len(batch.buf)
-                index = batch.try_append(ts, key, value, headers)
-            if index < 0:
+            last = queue[-1] if queue else None
+            open_batch = last if last is not None and last.encoded is None and not last.full else None
+            index = before = -1
+            if open_batch is not None:
+                before = len(open_batch.buf)
+                index = open_batch.try_append(ts, key, value, headers)
+            if open_batch is None or index < 0:
                 self.on_new_batch(topic, partition)  # sticky partitioning moves on
                 batch = self._new_batch(topic, partition, ts, key, value, headers)
                 queue.append(batch)
@@ -365,6 +365,7 @@ class RecordAccumulator:
                 wake = True
                 self.buffered += len(batch.buf)
             else:
+                batch = open_batch
                 wake = batch.full
                 self.buffered += len(batch.buf) - before
             if sync:

@@ -10,6 +10,7 @@ import collections
 import itertools
 import socket
 import struct
+from typing import Literal, overload
 
 from broker.client.closeable import Closeable
 from broker.client.security import PLAINTEXT, ClientSecurity, login, wrap_socket
@@ -40,7 +41,7 @@ class BrokerConnection(Closeable):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock = sock
         self._correlation_ids = itertools.count(1)
-        self._pipelined: collections.deque[tuple[int, int, int]] = collections.deque()
+        self._pipelined: collections.deque[tuple[int, ApiKey, int]] = collections.deque()
         self._answered = False  # whether the broker ever sent a byte
         if security.tls:
             try:
@@ -50,7 +51,7 @@ class BrokerConnection(Closeable):
                 raise BrokerConnectionError(f"TLS handshake with broker {host}:{port} failed: {exc}") from exc
         if security.sasl:
             try:
-                login(self.request, security)  # type: ignore[arg-type]
+                login(self.request, security)
             except BaseException:
                 self._sock.close()
                 raise
@@ -63,8 +64,15 @@ class BrokerConnection(Closeable):
             raise ValueError(f"broker address must be host:port, not {address!r}")
         return cls(host, int(port), **kwargs)  # type: ignore[arg-type]
 
+    @overload
+    def request(self, api_key: ApiKey, version: int, body: dict, expect_response: Literal[True] = True) -> dict: ...
+
+    @overload
+    def request(self, api_key: ApiKey, version: int, body: dict, expect_response: bool) -> dict | None: ...
+
     def request(self, api_key: ApiKey, version: int, body: dict, expect_response: bool = True) -> dict | None:
-        """Send one request and wait for its response."""
+        """Send one request and wait for its response; None for a request answered by nothing
+        (``expect_response=False``: a Produce with acks=0)."""
         correlation_id = next(self._correlation_ids)
         header = encode_request_header(api_key, version, correlation_id, self.client_id)
         payload = header + REQUESTS[api_key].encode_bytes(version, body)
@@ -72,10 +80,10 @@ class BrokerConnection(Closeable):
         if not expect_response:
             return None
         frame = self.receive_frame()
-        received_id, body = decode_response_header(frame, 0, api_key, version)
+        received_id, at = decode_response_header(frame, 0, api_key, version)
         if received_id != correlation_id:
             raise BrokerConnectionError(f"response correlation id {received_id} does not match request {correlation_id}")
-        return RESPONSES[api_key].decode(version, memoryview(frame)[body:])
+        return RESPONSES[api_key].decode(version, memoryview(frame)[at:])
 
     def send_frame(self, payload: bytes) -> None:
         """Send ``payload`` with its size prefix."""
@@ -135,7 +143,7 @@ class BrokerConnection(Closeable):
         """Send one request without waiting; its answer comes from ``receive_response``."""
         return self.send_encoded(api_key, version, REQUESTS[api_key].encode_bytes(version, body), expect_response)
 
-    def send_encoded(self, api_key: int, version: int, body: bytes, expect_response: bool = True) -> int:
+    def send_encoded(self, api_key: ApiKey, version: int, body: bytes, expect_response: bool = True) -> int:
         """Like ``send_request`` with the body already encoded; returns the correlation id."""
         correlation_id = next(self._correlation_ids)
         header = encode_request_header(api_key, version, correlation_id, self.client_id)

@@ -314,8 +314,8 @@ class GroupConsumer(Closeable):
         if not self.config.enable_auto_commit or now < self._next_auto_commit:
             return
         self._next_auto_commit = now + self.config.auto_commit_interval_ms / 1000.0
-        changed = {tp: off for tp, off in self._positions.items()
-                   if tp in self._assignment and self._committed_sent.get(tp) != off}
+        changed: dict[tuple[str, int], int] = {tp: off for tp, off in self._positions.items()
+                                               if tp in self._assignment and self._committed_sent.get(tp) != off}
         if changed:
             self.commit(changed, sync=False)
 
@@ -330,16 +330,21 @@ class GroupConsumer(Closeable):
             log.info("group %s: committed offsets not read yet: %s", self.config.group_id, exc)
             return False
         for tp in missing:
-            if committed.get(tp) is not None:
-                self._positions[tp] = committed[tp]  # type: ignore[assignment]
+            offset = committed.get(tp)
+            if offset is not None:
+                self._positions[tp] = offset
         unset = [tp for tp in missing if tp not in self._positions]
-        if unset and self.config.auto_offset_reset is None:
+        if not unset:
+            return True
+        reset = self.config.auto_offset_reset
+        if reset is None:
             names = ", ".join(f"{t}-{p}" for t, p in sorted(unset))
             raise NoOffsetForPartitionError(f"no committed offset for {names} and auto.offset.reset is none")
-        return self._reset_offsets(unset)
+        return self._reset_offsets(unset, reset)
 
-    def _reset_offsets(self, partitions: Iterable[TopicPartition]) -> bool:
-        """Positions by auto.offset.reset (ListOffsets at each leader); False if some leader is unknown."""
+    def _reset_offsets(self, partitions: Iterable[TopicPartition], reset: int) -> bool:
+        """Positions by auto.offset.reset (``reset``: EARLIEST_TIME or LATEST_TIME; ListOffsets at
+        each leader); False if some leader is unknown."""
         done = True
         for tp in partitions:
             leader = self._leader_of(tp)
@@ -347,7 +352,7 @@ class GroupConsumer(Closeable):
                 done = False
                 continue
             try:
-                found = self._fetcher(leader).get_offsets_before(tp.topic, tp.partition, self.config.auto_offset_reset)
+                found = self._fetcher(leader).get_offsets_before(tp.topic, tp.partition, reset)
             except (BrokerConnectionError, OSError):
                 self._drop_fetcher(leader)
                 done = False
@@ -405,13 +410,14 @@ class GroupConsumer(Closeable):
         if leader_moved(error):
             self._metadata_stale = True
         elif error.code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            if self.config.auto_offset_reset is None:
+            reset = self.config.auto_offset_reset
+            if reset is None:
                 raise OffsetOutOfRangeError(f"offset {self._positions[tp]} of {tp.topic}-{tp.partition} is out of "
                                             "range and auto.offset.reset is none")
             log.warning("offset %d of %s-%d is out of range: resetting to %s", self._positions[tp], tp.topic,
                         tp.partition, self.config.reset_name)
             del self._positions[tp]
-            self._reset_offsets([tp])
+            self._reset_offsets([tp], reset)
         else:
             raise error
 

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.client.security import PLAINTEXT, ClientSecurity
@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 Address = tuple[str, int]
 TopicPartitionKey = tuple[str, int]
+Key = TypeVar("Key", bound=TopicPartitionKey)  # a (topic, partition) pair, or a named one
 
 FIND_COORDINATOR_VERSION = 2
 JOIN_GROUP_VERSION = 5
@@ -204,7 +205,7 @@ class GroupMembership:
                                               timeout=self.request_timeout)
                 self._conn_target = target
             self._conn._sock.settimeout(timeout or self.request_timeout)
-            return self._conn.request(api_key, version, body)  # type: ignore[return-value]
+            return self._conn.request(api_key, version, body)
         except (BrokerConnectionError, OSError) as exc:
             self._close_conn()
             self._coordinator_failed(target)
@@ -294,7 +295,7 @@ class GroupMembership:
 
     # ------------------------------------------------------------------ offsets
 
-    def commit(self, offsets: Mapping[TopicPartitionKey, int], deadline: float) -> None:
+    def commit(self, offsets: Mapping[Key, int], deadline: float) -> None:
         """OffsetCommit with our generation; raises the group's error (after acting on it) or
         CoordinatorNotAvailableError when no coordinator answered before ``deadline``."""
         topics: dict[str, list[dict]] = {}

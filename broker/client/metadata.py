@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from broker.client.connection import BrokerConnection, BrokerConnectionError
 from broker.client.security import PLAINTEXT, ClientSecurity
@@ -33,6 +34,9 @@ from broker.protocol.errors import (
     error_for_code,
 )
 from broker.protocol.messages import ApiKey
+
+if TYPE_CHECKING:
+    from broker.cluster.zk import ZkClient
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +118,7 @@ class ClusterMetadata:
         self._last_error = ""
         self._closed = False
         self._listeners: list = []
-        self._zk = None
+        self._zk: ZkClient | None = None
         self._unwatch: list = []
         if zookeeper_connect and not bootstrap_servers:
             self._start_zk(zookeeper_connect, zookeeper_session_timeout_ms, zookeeper_connection_timeout_ms)
@@ -281,7 +285,7 @@ class ClusterMetadata:
                 conn.close()
                 continue
             self._conn = conn
-            return response  # type: ignore[return-value]
+            return response
         raise BrokerConnectionError(
             "no broker reachable: " + ("; ".join(dict.fromkeys(errors)) or "no broker addresses known")
         )

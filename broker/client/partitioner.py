@@ -177,8 +177,8 @@ def load_partitioner(spec: str | Any | None, config: Mapping[str, Any] | None = 
         if hasattr(obj, "configure") and config is not None:
             obj.configure(config)
         if not hasattr(obj, "on_new_batch"):
-            obj.on_new_batch = lambda topic, partition: None  # type: ignore[attr-defined]
-        return obj  # type: ignore[return-value]
+            obj.on_new_batch = lambda topic, partition: None
+        return obj
     if callable(obj):
         return _CallablePartitioner(obj)
     raise ValueError(f"partitioner.class {spec!r} is neither a partitioner class nor a callable")

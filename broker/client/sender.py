@@ -198,22 +198,21 @@ class Sender(threading.Thread):
                 for batch in batches:
                     self._retry_or_fail(batch, ErrorCode.NETWORK_EXCEPTION, "cannot connect to the leader", now, count=False)
                 return
-        by_topic: dict[str, list[ProducerBatch]] = {}
+        by_topic: dict[str, list[tuple[int, bytes]]] = {}  # topic -> (partition, its encoded batch)
         for batch in batches:
             tp = (batch.topic, batch.partition)
-            if batch.encoded is None:
-                if p.idempotent and batch.sequence is None:
-                    batch.sequence = self.next_sequence.get(tp, 0)
-                    self.next_sequence[tp] = batch.sequence + batch.count
-                batch.build(p.compression, self.producer_id, self.producer_epoch)
-            by_topic.setdefault(batch.topic, []).append(batch)
+            if batch.encoded is None and p.idempotent and batch.sequence is None:
+                batch.sequence = self.next_sequence.get(tp, 0)
+                self.next_sequence[tp] = batch.sequence + batch.count
+            encoded = batch.build(p.compression, self.producer_id, self.producer_epoch)  # built once, then kept
+            by_topic.setdefault(batch.topic, []).append((batch.partition, encoded))
         parts = [_NULL_STRING, _ACKS_TIMEOUT.pack(p.acks, int(p.request_timeout * 1000)), _INT32.pack(len(by_topic))]
         for topic, topic_batches in by_topic.items():
             name = topic.encode("utf-8")
             parts.append(struct.pack(">h", len(name)) + name + _INT32.pack(len(topic_batches)))
-            for batch in topic_batches:
-                parts.append(_PART_HEAD.pack(batch.partition, len(batch.encoded)))
-                parts.append(batch.encoded)
+            for partition, encoded in topic_batches:
+                parts.append(_PART_HEAD.pack(partition, len(encoded)))
+                parts.append(encoded)
         body = b"".join(parts)
         try:
             cid = conn.send_encoded(ApiKey.PRODUCE, PRODUCE_VERSION, body, expect_response=p.acks != 0)

@@ -175,7 +175,7 @@ class SimpleConsumer(Closeable):
             self._conn = BrokerConnection(self.host, self.port, client_id=self.client_id, timeout=self.timeout,
                                           security=self.security)
         try:
-            return self._conn.request(api_key, version, body)  # type: ignore[return-value]
+            return self._conn.request(api_key, version, body)
         except (BrokerConnectionError, OSError) as exc:
             self.close()
             if isinstance(exc, BrokerConnectionError):

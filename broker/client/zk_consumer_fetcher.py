@@ -91,7 +91,7 @@ class ConsumerFetcherThread(threading.Thread):
                 if result:
                     if not self._put(info, result):
                         return
-                if result.next_offset > info.fetch_offset:  # type: ignore[operator]
+                if result.next_offset > info.fetch_offset:
                     info.fetch_offset = result.next_offset
 
     @staticmethod

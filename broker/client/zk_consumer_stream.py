@@ -130,8 +130,8 @@ class KafkaStream:
                 self._chunk = None
                 info = self._info
                 if type(chunk) is RawChunk:
-                    if not info.stale:  # type: ignore[union-attr]
-                        info.consumed_offset = chunk.next_offset  # type: ignore[union-attr]
+                    if not info.stale:
+                        info.consumed_offset = chunk.next_offset
                         return chunk
                 elif pos < len(chunk) and not info.stale:  # type: ignore[union-attr]
                     rest = chunk[pos:] if pos else chunk
