@@ -123,7 +123,8 @@ class LineReader:
         if self.parse_headers:
             head, sep, line = line.partition(self.headers_delimiter)
             if not sep:
-                return self._error(f"No headers delimiter found on line number {number}: '{head.decode(errors='replace')}'")
+                self._error(f"No headers delimiter found on line number {number}: '{head.decode(errors='replace')}'")
+                return None
             headers = []
             if head and head != self.null_marker:
                 for pair in head.split(self.headers_separator):
@@ -135,7 +136,8 @@ class LineReader:
             if not sep and self.ignore_error:
                 key, value = None, line  # as Kafka: the whole line is the value
             elif not sep:
-                return self._error(f"No key separator found on line number {number}: '{line.decode(errors='replace')}'")
+                self._error(f"No key separator found on line number {number}: '{line.decode(errors='replace')}'")
+                return None
             if key == self.null_marker:
                 key = None
         else:
@@ -143,6 +145,6 @@ class LineReader:
         return key, (None if value == self.null_marker else value), headers
 
     def _error(self, message: str) -> None:
-        if self.ignore_error:
-            return None
-        raise CommandError(message)
+        """A line that does not parse: skipped with --ignore-error, else the command's error."""
+        if not self.ignore_error:
+            raise CommandError(message)

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         if args.delete:
             return _report_groups({g: _zk_delete(store, g) for g in groups})
         topics = parse_topics(args.topic)
-        rows = []
+        rows: list[tuple[str, int, int]] = []
         for topic, parts in topics.items():
             partitions = parts if parts is not None else sorted(zk.topic_assignment(topic) or {})
             if store.zk_members(groups[0]):

@@ -12,6 +12,7 @@ acknowledgement, measured for every record as Kafka does (in the completion call
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import sys
 import threading
@@ -176,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
     # send times of all its records (a per-record callback would cost more than the send).
     pending: dict[Any, list[float]] = {}
 
-    def batch_done(batch: Any, times: list[float], size: int) -> None:
+    def batch_done(batch: Any, times: list[float], size: int, future: Any) -> None:
+        pending.pop(batch, None)
         now = monotonic()
         if batch.exception is not None:
             if not failures:
@@ -200,9 +202,7 @@ def run(args: argparse.Namespace) -> int:
             if times is None:
                 times = pending[batch] = [now]
                 size = len(value)
-                future.add_done_callback(
-                    lambda f, b=batch, t=times, n=size: (pending.pop(b, None), batch_done(b, t, n))
-                )
+                future.add_done_callback(functools.partial(batch_done, batch, times, size))
             else:
                 times.append(now)
             if args.throughput > 0:

@@ -7,6 +7,7 @@ import argparse
 import logging
 import signal
 import sys
+from typing import Any
 
 from broker.config import BrokerConfig, ConfigError, load_with_overrides
 from broker.tools import CommandError
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         raise CommandError(str(exc)) from exc
 
-    from twisted.internet import reactor
+    from twisted.internet import reactor as the_reactor
     from twisted.internet.task import LoopingCall
     from twisted.logger import Logger, globalLogBeginner, textFileLogObserver
 
@@ -34,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
     from broker.server.broker import Broker
     from broker.server.heap import REFREEZE_INTERVAL_S, FreezeAfterSlowCollections, collect_and_freeze
 
-    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stdout)], redirectStandardIO=False)
+    reactor: Any = the_reactor  # the installed reactor: more interfaces than the module's declared type
+    observers: list[Any] = [textFileLogObserver(sys.stdout)]  # an ILogObserver by zope's declaration
+    globalLogBeginner.beginLoggingTo(observers, redirectStandardIO=False)
     # kazoo's and our ZooKeeper module's warnings (connection retries, a registration wait) are log
     # lines too: to the log, never stderr, where a failure to start says why in one line
     logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(asctime)s [%(name)s] %(message)s")

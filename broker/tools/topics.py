@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 
 from broker.client.admin import AdminClient, TopicDescription
@@ -129,7 +130,7 @@ def _alter(admin: AdminClient, args: argparse.Namespace) -> int:
 
 def _delete(admin: AdminClient, args: argparse.Namespace) -> int:
     for name in _named(admin, args) or []:
-        _unless_already(lambda name=name: admin.delete_topic(name), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        _unless_already(functools.partial(admin.delete_topic, name), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         args.if_exists, f"Deleted topic {name}.")
     return 0
 
