@@ -611,9 +611,9 @@ class MirrorMaker:
             copied = 0
             callback = self._send_callback(source)
             for batch in batches:
-                producer.send_raw_batch(target, part, batch.records, batch.count, batch.base_ts, batch.max_ts,  # type: ignore[union-attr]
+                producer.send_raw_batch(target, part, batch.records, batch.records_count, batch.base_ts, batch.max_ts,  # type: ignore[union-attr]
                                         callback)
-                copied += batch.count
+                copied += batch.records_count
             if copied:
                 key = (source.name, topic)
                 counts[key] = counts.get(key, 0) + copied

@@ -13,7 +13,8 @@ Legacy v0/v1 message sets are not handled: callers decode those (``RawChunk.lega
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class TargetBatch(NamedTuple):
     """The framed records of one target batch (uncompressed) and what its header needs."""
 
     records: bytes
-    count: int
+    records_count: int
     base_ts: int
     max_ts: int
 
@@ -52,7 +53,7 @@ class _Out:
 
     def __init__(self) -> None:
         self.batches: list[TargetBatch] = []
-        self.parts: list[bytes] = []
+        self.parts: list[bytes | bytearray] = []
         self.size = 0
         self.count = 0
         self.base_ts = 0
@@ -168,16 +169,18 @@ def _copy_plain(out: _Out, buf: bytes | bytearray, plain: _Plain, base_offset: i
     run_max_ts = np.maximum.reduceat(base_ts + plain.ts_delta, starts).tolist()
     heads, tail_pieces = _varints_of(length), tails[ndigits].tolist()
     body, offset_at, key_at, header_at = (x.tolist() for x in plain[:4])
+    cut: Callable[[slice], bytes | bytearray] = buf.__getitem__
     for (a, b), size, max_ts in zip(runs, run_sizes, run_max_ts):
         out.finish()
+        pieces: list[Any]
         if a == 0:  # offset deltas 0..n-1 already: the record's bytes up to its header count
             pieces = [None] * (4 * (b - a))
-            pieces[1::4] = map(buf.__getitem__, map(slice, body[a:b], header_at[a:b]))
+            pieces[1::4] = map(cut, map(slice, body[a:b], header_at[a:b]))
         else:  # a later run of a split batch: its offset deltas start again at 0
             pieces = [None] * (6 * (b - a))
-            pieces[1::6] = map(buf.__getitem__, map(slice, body[a:b], offset_at[a:b]))
+            pieces[1::6] = map(cut, map(slice, body[a:b], offset_at[a:b]))
             pieces[2::6] = _varints_of(in_run[a:b])
-            pieces[3::6] = map(buf.__getitem__, map(slice, key_at[a:b], header_at[a:b]))
+            pieces[3::6] = map(cut, map(slice, key_at[a:b], header_at[a:b]))
         step = len(pieces) // (b - a)
         pieces[0::step] = heads[a:b]
         pieces[step - 2::step] = tail_pieces[a:b]
@@ -206,7 +209,7 @@ def _runs(sizes: np.ndarray, max_bytes: int, max_count: int) -> list[tuple[int, 
     return runs
 
 
-def _records(out: _Out, buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
+def _records(out: _Out, buf: bytes | bytearray, pos: int, end: int, count: int, base_offset: int, base_ts: int,
              fixed: int | None, min_offset: int, origin_prefix: bytes, target_cluster: str, max_bytes: int,
              max_count: int) -> int:
     """Append the copies of one source batch's records to ``out``; returns how many were dropped.
@@ -302,7 +305,7 @@ def _records(out: _Out, buf: bytes, pos: int, end: int, count: int, base_offset:
     return dropped
 
 
-def _looped(buf: bytes, pos: int, end: int, count: int, target_cluster: str, offset: int) -> bool:
+def _looped(buf: bytes | bytearray, pos: int, end: int, count: int, target_cluster: str, offset: int) -> bool:
     """True when one of the record's headers is an origin naming ``target_cluster``; checks framing."""
     looped = False
     for _ in range(count):

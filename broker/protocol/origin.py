@@ -28,14 +28,14 @@ class Origin(NamedTuple):
         return f"{self.cluster_id}:{self.topic}:{self.partition}:{self.offset}".encode()
 
 
-def parse_origin(value: bytes | str | None) -> Origin | None:
+def parse_origin(value: bytes | bytearray | str | None) -> Origin | None:
     """An Origin from a header value; None when it does not parse.
 
     Topic names cannot hold ':', cluster ids (url-safe base64) neither, so split on the first
     and the last two colons."""
     if value is None:
         return None
-    text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray, memoryview)) else str(value)
+    text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
     cluster, sep, rest = text.partition(":")
     if not sep:
         return None

@@ -38,7 +38,7 @@ def records(n: int, keys: bool = True, headers=(), ts_step: int = 1, value_size:
 
 def build(target, compression: int = 0) -> bytes:
     """The target batch as our producer sends it (producer id 7, epoch 0, sequence 0)."""
-    batch = ProducerBatch.of_records("t", 0, target.records, target.count, target.base_ts, target.max_ts)
+    batch = ProducerBatch.of_records("t", 0, target.records, target.records_count, target.base_ts, target.max_ts)
     batch.sequence = 0
     return batch.build(compression, 7, 0)
 
@@ -52,10 +52,10 @@ def copies(data: bytes, min_offset: int = 0, target: str = "AGG", **kw) -> tuple
     for tb in batches:
         encoded = build(tb, compression)
         header = B.check_batch(encoded)  # CRC, length, count vs lastOffsetDelta
-        assert header.records_count == tb.count and header.compression == compression
+        assert header.records_count == tb.records_count and header.compression == compression
         assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 0, 0)
         (decoded,) = list(decode_batches(encoded))
-        assert [r.offset for r in decoded.records] == list(range(tb.count))  # deltas 0..n-1
+        assert [r.offset for r in decoded.records] == list(range(tb.records_count))  # deltas 0..n-1
         assert header.max_timestamp == max(r.timestamp for r in decoded.records)
         out.extend(decoded.records)
     return out, dropped, batches
@@ -125,7 +125,7 @@ def test_split_by_size_and_merged_source_batches_keep_timestamps():
     out, _, batches = copies(data, max_count=1000)  # both source batches in one target batch
     assert len(batches) == 1 and seen(out) == expect(a, 0) + expect(b, 200)
     _, _, batches = copies(data, max_count=30)
-    assert [tb.count for tb in batches] == [30] * 8 + [10]
+    assert [tb.records_count for tb in batches] == [30] * 8 + [10]
 
 
 def test_log_append_time_and_missing_timestamps():
@@ -262,7 +262,7 @@ def test_plain_batches_take_the_array_path_with_the_same_copies():
         assert seen(whole) == expect(src, 9_900) and len(batches) == 1
         split, _, batches = copies(data, max_bytes=5_000, max_count=40)
         assert seen(split) == expect(src, 9_900) and len(batches) > 8
-        assert all(b.count <= 40 and (b.count == 1 or len(b.records) <= 5_000) for b in batches)
+        assert all(b.records_count <= 40 and (b.records_count == 1 or len(b.records) <= 5_000) for b in batches)
     # below the threshold, or starting inside the batch: the per-record path, same result
     small = records(rewrite.PLAIN_MIN_RECORDS - 1)
     assert seen(copies(source_batch(small, 5))[0]) == expect(small, 5)
