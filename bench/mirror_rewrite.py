@@ -30,7 +30,7 @@ def copies(batches: list) -> list[tuple]:
     """(timestamp, key, value, headers) of every copy, from the batches the producer would send."""
     out = []
     for tb in batches:
-        batch = ProducerBatch.of_records("t", 0, tb.records, tb.count, tb.base_ts, tb.max_ts)
+        batch = ProducerBatch.of_records("t", 0, tb.records, tb.records_count, tb.base_ts, tb.max_ts)
         batch.sequence = 0
         for decoded in decode_batches(batch.build(0, 7, 0)):
             out += [(r.timestamp, r.key, r.value, tuple(r.headers)) for r in decoded.records]

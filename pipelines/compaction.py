@@ -145,7 +145,8 @@ def compact_hour(store: OffsetStore, topic: str, hour: int, target_size: int, co
     intent = f"{topic}/{OFFSETS}/{run_id}.{INTENT}.json"
     fs.write_bytes(intent, json.dumps({"run_id": run_id, "outputs": [m.output for m in merges]}).encode())
     codec = None if compression == "none" else compression
-    replaced, written = [], []
+    replaced: list[dict] = []
+    written: list[dict] = []
     merge = lambda m: _merged_bytes(fs, m, topic, codec, row_group_size)  # noqa: E731
     with ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="logbus-compact") as pool:
         for w in range(0, len(merges), THREADS):  # THREADS merges at a time: pyarrow reads and writes without the GIL

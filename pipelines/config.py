@@ -231,8 +231,9 @@ class ResetPolicy:
     timestamp_ms: int | None = None
 
     def __str__(self) -> str:
-        if self.kind == "timestamp":
-            return _dt.datetime.fromtimestamp(self.timestamp_ms / 1000, _dt.UTC).isoformat()
+        ts = self.timestamp_ms  # set exactly when kind is timestamp (_reset)
+        if self.kind == "timestamp" and ts is not None:
+            return _dt.datetime.fromtimestamp(ts / 1000, _dt.UTC).isoformat()
         return self.kind
 
 
@@ -324,10 +325,10 @@ def _group_spec(cfg: LoaderConfig, entry: str, key: str) -> TopicSpec:
     for spec in cfg.topics:
         if entry in (spec.name, spec.pattern):
             return spec
-    spec = cfg.spec_for(entry)
-    if spec is None:
+    found = cfg.spec_for(entry)
+    if found is None:
         raise _error(key, f"{entry!r} is not a topic configured under topics:")
-    return spec
+    return found
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -405,10 +406,10 @@ def parse_config(raw: Any, overrides: Mapping[str, Any] | None = None, source: s
         if isinstance(bootstrap, list):
             bootstrap = ",".join(map(str, bootstrap))
         bootstrap = str(bootstrap)
-        for address in bootstrap.split(","):
-            host, _, port = address.strip().rpartition(":")
+        for server in bootstrap.split(","):
+            host, _, port = server.strip().rpartition(":")
             if not host or not port.isdigit():
-                raise _error("cluster.bootstrap.servers", f"{address.strip()!r} is not host:port")
+                raise _error("cluster.bootstrap.servers", f"{server.strip()!r} is not host:port")
     request_timeout = _value(cluster, "request.timeout.ms", "cluster.request.timeout.ms")
 
     warehouse = raw.get("warehouse")
@@ -516,14 +517,14 @@ def _metrics(raw: Mapping) -> MetricsConfig:
             port_ok = False
         if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or parts.query or parts.fragment:
             raise _error("metrics.pushgateway", f"{url!r} is not a pushgateway URL (http://host:9091)")
-    out = {"pushgateway": url}
+    labels: dict[str, str] = {}
     for key in ("job", "instance"):
         value = raw.get(key)
         if value is not None:
             if not _LABEL_VALUE.fullmatch(str(value)):
                 raise _error(f"metrics.{key}", f"{value!r} must be 1-200 letters, digits, _ . : -")
-            out[key] = str(value)
-    return MetricsConfig(**out)
+            labels[key] = str(value)
+    return MetricsConfig(pushgateway=url, **labels)
 
 
 def _parquet_writer(value: Any, scheme: str, compression: str) -> str:
@@ -618,6 +619,7 @@ def _topic(raw: Any, key: str) -> TopicSpec:
         items = schema_raw.items() if isinstance(schema_raw, Mapping) else enumerate(schema_raw)
         seen = set()
         reserved = {"topic", "partition", "offset", "timestamp", "key", "headers", "dt", "hour"}
+        ftype: str | None  # as configured: checked against FIELD_TYPES below
         for i, item in items:
             fkey = f"{key}.schema.{i}" if isinstance(schema_raw, Mapping) else f"{key}.schema[{i}]"
             if isinstance(schema_raw, Mapping):

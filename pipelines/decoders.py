@@ -144,10 +144,11 @@ class Decoder:
         fmt = self.spec.format
         if fmt == "json":
             self.chunks_per_record += 1
+        value_columns: list[list]
         if fmt == "raw":
             value_columns = [[m.value for m in messages]]
         elif fmt == "utf8":
-            texts = []
+            texts: list[str | None] = []
             good = []
             for m in messages:
                 v = m.value
@@ -170,6 +171,7 @@ class Decoder:
         for column, fld in zip(value_columns, self.value_fields):
             arrays.append(pa.array(column, fld.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        times: list[int]
         if self.time_index is None:
             times = [t if t is not None else 0 for t in ts]
         else:
@@ -251,7 +253,7 @@ class Decoder:
             if not isinstance(obj, dict):
                 errors.append(_error_row(m, f"not a JSON object: {type(obj).__name__}"))
                 continue
-            row = []
+            row: list = []
             try:
                 for name, ftype, required in fields:
                     value = obj.get(name)
@@ -295,7 +297,7 @@ def _base_from_chunk(chunk: RecordChunk) -> tuple[list[pa.Array], pa.Array]:
 _NO_HEADERS = pa.array([], HEADER_TYPE.value_type)
 
 
-def _headers_array(headers: Sequence | None, n: int | None = None) -> pa.Array:
+def _headers_array(headers: Sequence | None, n: int = 0) -> pa.Array:
     """The headers column; ``headers`` None means ``n`` records without headers."""
     if headers is not None and any(headers):
         return pa.array([[(k, v) for k, v in h] if h else [] for h in headers], HEADER_TYPE)
@@ -309,5 +311,5 @@ def _error_row(m, reason: str) -> tuple:
 
 
 def error_batch(rows: list[tuple]) -> pa.RecordBatch:
-    columns = list(zip(*rows)) if rows else [[] for _ in ERROR_SCHEMA]
+    columns: list[Sequence] = list(zip(*rows)) if rows else [[] for _ in ERROR_SCHEMA]
     return pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in zip(columns, ERROR_SCHEMA)], schema=ERROR_SCHEMA)

@@ -191,7 +191,7 @@ class WebHdfsFS(WarehouseFS):
 
     def is_dir(self, path: str) -> bool:
         status = self._status(path)
-        return bool(status) and status["type"] == "DIRECTORY"
+        return bool(status and status["type"] == "DIRECTORY")
 
     def exists(self, path: str) -> bool:
         return self._status(path) is not None

@@ -187,7 +187,7 @@ def _commit_range(fs: HadoopFS, stage: str, task: RangeTask, staged_range: Stage
                        else ctx.compression)
         fs.write_bytes(errors_path(task.topic, task.partition, task.start, task.end), out.getvalue())
     name = file_name(task.topic, task.partition, task.start, task.end)
-    files = []
+    files: list[dict] = []
     for hour in sorted(hours):
         final = f"{hour_dir(task.topic, hour)}/{name}"
         size = fs.size(staged[hour])

@@ -35,6 +35,7 @@ from pipelines.task import RangeTask, TaskContext
 from pipelines.task_stats import EMPTY, LOADED, TaskStats
 
 if TYPE_CHECKING:
+    from pipelines.fs import WarehouseFS
     from pipelines.validation import RunValidation
 
 __all__ = [
@@ -106,7 +107,8 @@ class Loader:
                  faults: LoadFaults = NO_FAULTS) -> None:
         self.config, self.progress, self.faults = config, progress, faults
         self._spark, self._own_spark = spark, False
-        self._fs = self._store = None
+        self._fs: WarehouseFS | None = None
+        self._store: OffsetStore | None = None
         self._cluster: Cluster | None = None
 
     # --- resources -----------------------------------------------------------------------------
@@ -126,7 +128,7 @@ class Loader:
         return self._spark
 
     @property
-    def fs(self):
+    def fs(self) -> WarehouseFS:
         if self._fs is None:
             # hdfs:// plans and manifests: WebHDFS when its address is configured, else Spark's client
             needs_spark = self.config.warehouse.startswith("hdfs://") and not self.config.webhdfs_address

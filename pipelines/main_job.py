@@ -33,8 +33,12 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
+
+if TYPE_CHECKING:
+    from pipelines.manifest import OffsetStore
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = "activity"
@@ -158,6 +162,14 @@ def parquet_rows(warehouse: Path, files: list[str]) -> Counter:
     return rows
 
 
+def run_manifest(store: OffsetStore, topic: str, run_id: str) -> dict:
+    """The manifest of ``topic``'s run; a missing one is an error (main reports it and fails, as for any error)."""
+    m = store.manifest(topic, run_id)
+    if m is None:
+        raise LookupError(f"{topic}: run {run_id} has no manifest")
+    return m
+
+
 def print_completeness(cfg, check) -> None:
     """Per topic and event hour: complete (audited, declared by the DAG's `complete` task) or open."""
     from pipelines.completeness import COMPLETE, Completeness
@@ -250,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         say("[4/6] summary")
         run_files = []
         for topic in TOPICS:
-            m = store.manifest(topic, run_id)
+            m = run_manifest(store, topic, run_id)
             run_files += [f if isinstance(f, str) else f["path"] for p in m["partitions"] for f in p["files"]]
         in_files = parquet_rows(warehouse, run_files)
         print(f"      run {run_id}")
@@ -285,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         after = file_digests(warehouse, run_files) if all((warehouse / f).exists() for f in run_files) else {}
         same = after == before
         check(same, "the rerun did not reproduce the same files")
-        reruns = [len(store.manifest(topic, run_id).get("reruns", [])) for topic in TOPICS]
+        reruns = [len(run_manifest(store, topic, run_id).get("reruns", [])) for topic in TOPICS]
         check(reruns == [1] * len(TOPICS), f"reruns recorded per topic: {reruns}")
         still_one = {m["run_id"] for topic in TOPICS for m in store.manifests(topic)} == {run_id}
         check(still_one, "the rerun committed something new")

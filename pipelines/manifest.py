@@ -279,7 +279,7 @@ class OffsetStore:
             p["ranges"].append([start, end])
             _add_entry(p, entry)
         run_id = new_run_id(self.all_run_ids(topic))
-        doc = {
+        doc: dict = {
             "version": 1, "kind": "rebuilt", "run_id": run_id, "topic": topic, "status": "committed",
             "planned_ms": None, "committed_ms": now_ms(), "spec": None,
             "partitions": [partitions[p] for p in sorted(partitions)],

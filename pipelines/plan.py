@@ -116,7 +116,7 @@ class Plan:
         return unavailable_of(self.topics.values())
 
     def tasks(self) -> list[RangeTask]:
-        out = []
+        out: list[RangeTask] = []
         for topic in sorted(self.topics):
             doc = self.topics[topic]
             for p in doc["partitions"]:
@@ -163,6 +163,14 @@ def incomplete_line(run_id: str, unavailable: Mapping[str, list[int]]) -> str:
     return f"run {run_id} is incomplete: no leader for {parts} (loaded by a later run once they have one)"
 
 
+def _matched_spec(config: LoaderConfig, topic: str) -> TopicSpec:
+    """``config.spec_for(topic)`` for a topic one of the configured specs matches (so never None)."""
+    spec = config.spec_for(topic)
+    if spec is None:  # unreachable: the callers pass a name a spec matched
+        raise LoadError(f"{topic!r} matches no configured topic")
+    return spec
+
+
 def select_topics(config: LoaderConfig, cluster_topics: set[str],
                   store: OffsetStore) -> tuple[dict[str, TopicSpec], dict[str, str]]:
     """Topics of this run ({name: spec}) and the ones skipped ({name: reason})."""
@@ -172,7 +180,7 @@ def select_topics(config: LoaderConfig, cluster_topics: set[str],
     for i, spec in enumerate(config.topics):
         if spec.name is not None:
             if spec.name in cluster_topics:
-                chosen.setdefault(spec.name, config.spec_for(spec.name))
+                chosen.setdefault(spec.name, _matched_spec(config, spec.name))
             elif spec.name in known and store.has_history(spec.name):
                 skipped[spec.name] = "deleted from the cluster (its loaded data and offsets are kept)"
             else:
@@ -180,7 +188,7 @@ def select_topics(config: LoaderConfig, cluster_topics: set[str],
         else:
             matched = [n for n in sorted(cluster_topics) if spec.matches(n) and not n.startswith("__")]
             for name in matched:
-                chosen.setdefault(name, config.spec_for(name))
+                chosen.setdefault(name, _matched_spec(config, name))
             for name in sorted(known - cluster_topics):
                 if spec.matches(name) and store.has_history(name):
                     skipped.setdefault(name, "deleted from the cluster (its loaded data and offsets are kept)")

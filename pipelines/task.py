@@ -83,7 +83,7 @@ class _Progress:
         self.last = 0.0
 
     def send(self, offset: int, rows: int, done: bool = False) -> None:
-        if self.sock is None:
+        if self.sock is None or self.addr is None:  # both or neither (__init__)
             return
         now = time.monotonic()
         if not done and now - self.last < 0.5:
@@ -281,7 +281,8 @@ class RangeScan:
         self.progress = _Progress(ctx.progress_addr, task.index)
         self.gaps: list = []
         self.count = self.errors = 0
-        self.min_ts = self.max_ts = None
+        self.min_ts: int | None = None
+        self.max_ts: int | None = None
         self.fetch_s = self.decode_s = 0.0
         self._chunks: _Prefetcher | None = None
         self.origins = None if task.origins is None else OriginIndex.from_json(task.origins)
@@ -369,8 +370,7 @@ class RangeScan:
         buckets = hour_buckets(times)
         hour_tally.add(self.hours, "read", buckets)
         late = self.task.late
-        mask = buckets < late["closed_below"] if late else None
-        if mask is None or not mask.any():
+        if not late or not (mask := buckets < late["closed_below"]).any():
             hour_tally.add(self.hours, "rows", buckets)
             return batch, times
         hour_tally.add(self.hours, "late", buckets[mask])

@@ -205,7 +205,7 @@ class RangeWriter:
         for bucket in sorted(self._writers):
             self._writers[bucket].add_key_value_metadata({"logbus.commit": summary})
             self._writers[bucket].close()
-        staged = []
+        staged: list[tuple[int | None, str]] = []  # (hour bucket, local path); None: the errors file
         for bucket in sorted(self._paths):
             staged.append((bucket, self._paths[bucket]))
         if self._errors:
@@ -217,11 +217,11 @@ class RangeWriter:
         if before_rename is not None:
             before_rename()
         files = []
-        for i, (bucket, local_path) in enumerate(staged):
-            final = errors_path(self.topic, self.partition, self.start, self.end) if bucket is None \
-                else f"{hour_dir(self.topic, bucket)}/{self.name}"
-            placed = self._place(local_path, final, 0 if bucket is None else self.rows[bucket])
-            if bucket is not None:
+        for i, (hour_bucket, local_path) in enumerate(staged):
+            final = errors_path(self.topic, self.partition, self.start, self.end) if hour_bucket is None \
+                else f"{hour_dir(self.topic, hour_bucket)}/{self.name}"
+            placed = self._place(local_path, final, 0 if hour_bucket is None else self.rows[hour_bucket])
+            if hour_bucket is not None:
                 files.append(placed)
             if i == 0 and after_first_rename is not None:
                 after_first_rename()

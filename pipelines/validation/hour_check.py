@@ -60,8 +60,8 @@ def validate_hour(fs: WarehouseFS, comp: Completeness, st: HourStatus) -> dict:
     frame = table.to_pandas(types_mapper=pd.ArrowDtype)
     _, checks = run_checks(f"logbus.{st.topic}.hours", st.topic, st.name, hour_specs(st, comp.spec.late_data.policy), frame)
     failed = [c for c in checks if not c["success"]]
-    summary = {"hour": st.name, "success": not failed, "rows": len(frame), "files": len(files), "evaluated": len(checks),
-               "failed_checks": [f"{c['check']} (observed {c['observed']})" for c in failed]}
+    summary: dict = {"hour": st.name, "success": not failed, "rows": len(frame), "files": len(files), "evaluated": len(checks),
+                     "failed_checks": [f"{c['check']} (observed {c['observed']})" for c in failed]}
     fs.write_bytes(f"{comp.topic}/_completeness/{st.name}.validation.json",
                    json.dumps(summary | {"checks": checks}, indent=1, sort_keys=True, default=str).encode())
     if failed:

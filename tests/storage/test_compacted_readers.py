@@ -89,10 +89,10 @@ def test_mirror_raw_path(compacted: PartitionLog) -> None:
     data = log_bytes(compacted)
     assert scan(data) == (len(data), compacted.log_end_offset, False)  # where the raw fetch goes on
     batches, dropped = rewrite_chunk(data, 0, b"src:t:0:", "target", 1 << 20)
-    assert dropped == 0 and sum(b.count for b in batches) == len(expected)
+    assert dropped == 0 and sum(b.records_count for b in batches) == len(expected)
     origins = []
     for tb in batches:
-        batch = build_batch(tb.records, count=tb.count, base_ts=tb.base_ts, max_ts=tb.max_ts)
+        batch = build_batch(tb.records, count=tb.records_count, base_ts=tb.base_ts, max_ts=tb.max_ts)
         for decoded in decode_batches(batch):
             origins += [(dict(r.headers)[ORIGIN], r.value) for r in decoded.records]
     assert origins == [(b"src:t:0:%d" % o, v) for o, _, v in expected]
