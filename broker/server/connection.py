@@ -255,7 +255,9 @@ class KafkaConnection(Protocol):
         login = self._login
         if login is not None:
             if login.complete:
-                self._context = replace(self._context, principal=login.exchange.principal or ANONYMOUS)
+                principal = login.exchange.principal or ANONYMOUS
+                if principal != self._context.principal:  # once, at the login: not per answer
+                    self._context = replace(self._context, principal=principal)
             elif login.failed:
                 if slot.header is None:
                     self._close("SASL login refused")
