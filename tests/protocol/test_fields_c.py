@@ -228,6 +228,18 @@ def test_walk_deltas_refuses_crafted_records(damage):
     assert fields_c.walk_deltas(keyless, start, len(keyless), 2, False) is None  # fewer records than the count
 
 
+@pytest.mark.parametrize("length", [0x7FFFFFFF, 0x7FFFFFF8, 0x7FFFFFF4, 0x7FFFFFF3, -1, -0x80000000])
+def test_a_length_field_near_two_to_the_31_is_refused_not_wrapped(length):
+    """length + 12 is taken in 64 bits: in 32 it wrapped negative past the bounds checks and the
+    CRC then read far beyond the buffer (a segfault)."""
+    raw = bytearray(encode_batch([(b"k", b"v", [], T0)]))
+    raw[layout.LENGTH_POS:layout.LENGTH_POS + 4] = length.to_bytes(4, "big", signed=True)
+    assert fields_c.check_header(raw, 0, len(raw), layout.BatchHeader._make) is None
+    assert fields_c.check_produced(raw, layout.BatchHeader._make, 1 << 20, False, False, T0, NO_BOUND, NO_BOUND) is None
+    with pytest.raises(InvalidRecordError):
+        layout.check_batch(raw)
+
+
 def test_check_header_leaves_large_batches_to_check_batch():
     """Its CRC loop is behind the crc32c package's above about 10 KB: larger batches are checked in Python."""
     large = bytearray(encode_batch([(None, bytes(range(256)) * 40, [], T0)]))

@@ -159,6 +159,21 @@ def test_wrong_record_count_and_bad_magic_are_refused(broker):
     _still_serving(broker)
 
 
+def test_a_batch_length_near_two_to_the_31_is_refused_and_the_broker_lives(broker):
+    """A length field the compiled check once added 12 to in 32 bits (wrapping negative, then
+    reading past the buffer: a crash) is refused like any length that overruns the request."""
+    topic = f"length-{uuid.uuid4().hex[:8]}"
+    _create_topic(broker, topic)
+    with BrokerConnection(*_host_port(broker)) as conn:
+        for length in (0x7FFFFFFF, 0x7FFFFFF8, 0x7FFFFFF4, -1, -0x80000000):
+            records = bytearray(encode_batch([(b"k", b"v", [], 1_700_000_000_000)]))
+            struct.pack_into(">i", records, batch.LENGTH_POS, length)
+            response = _produce(conn, topic, bytes(records))
+            assert response["responses"][0]["partition_responses"][0]["error_code"] != 0, length
+    assert _end_offset(broker, topic) == 0
+    _still_serving(broker)
+
+
 def test_unknown_topic_with_auto_create_off(broker_factory):
     broker = broker_factory(overrides={"auto.create.topics.enable": "false"})
     with BrokerConnection(*_host_port(broker)) as conn:

@@ -188,12 +188,16 @@ cdef int32_t _small_batch_length(const unsigned char *b, Py_ssize_t avail) noexc
     """The length field of the v2 batch at ``b`` (``avail`` bytes there) once its length, magic,
     CRC and record count are right and it is at most CHECKED_BATCH_MAX bytes; else -1."""
     cdef int32_t length, last_offset_delta, count
+    cdef Py_ssize_t size
     if avail < HEADER_SIZE:
         return -1
     length = <int32_t>_u32(b + 8)
-    if length < MIN_BATCH_LENGTH or length + 12 > avail or length + 12 > CHECKED_BATCH_MAX or b[16] != 2:
+    if length < MIN_BATCH_LENGTH:
         return -1
-    if logbus_crc32c(b + ATTRIBUTES_POS, length + 12 - ATTRIBUTES_POS) != _u32(b + 17):
+    size = <Py_ssize_t>length + 12  # in 64 bits: a length near 2^31 must not wrap past the checks
+    if size > avail or size > CHECKED_BATCH_MAX or b[16] != 2:
+        return -1
+    if logbus_crc32c(b + ATTRIBUTES_POS, size - ATTRIBUTES_POS) != _u32(b + 17):
         return -1
     last_offset_delta = <int32_t>_u32(b + 23)
     count = <int32_t>_u32(b + 57)
