@@ -240,6 +240,24 @@ def test_a_length_field_near_two_to_the_31_is_refused_not_wrapped(length):
         layout.check_batch(raw)
 
 
+@settings(max_examples=300, deadline=None)
+@given(length=st.integers(-(1 << 31), (1 << 31) - 1), count=st.integers(-(1 << 31), (1 << 31) - 1),
+       delta=st.integers(-(1 << 31), (1 << 31) - 1))
+def test_any_int32_in_the_sized_fields_is_refused_or_agreed(length, count, delta):
+    """The fields the compiled checks compute sizes from (length, record count, last offset
+    delta) at any 32-bit value, the CRC made right: refused, or the reference's own answer."""
+    raw = bytearray(encode_batch([(b"k", b"v", [], T0)] * 2))
+    raw[layout.LENGTH_POS:layout.LENGTH_POS + 4] = length.to_bytes(4, "big", signed=True)
+    raw[layout.RECORDS_COUNT_POS:layout.RECORDS_COUNT_POS + 4] = count.to_bytes(4, "big", signed=True)
+    raw[layout.LAST_OFFSET_DELTA_POS:layout.LAST_OFFSET_DELTA_POS + 4] = delta.to_bytes(4, "big", signed=True)
+    crc = layout.compute_crc(raw, 0, min(len(raw), max(length + layout.LOG_OVERHEAD, layout.HEADER_SIZE)))
+    raw[layout.CRC_POS:layout.CRC_POS + 4] = crc.to_bytes(4, "big")
+    got = fields_c.check_header(raw, 0, len(raw), layout.BatchHeader._make)
+    assert got is None or ("header", got) == _checked(raw, 0, len(raw))
+    produced = fields_c.check_produced(raw, layout.BatchHeader._make, 1 << 20, False, False, T0, NO_BOUND, NO_BOUND)
+    assert produced is None or produced[0] == _checked(raw, 0, len(raw))[1]
+
+
 def test_check_header_leaves_large_batches_to_check_batch():
     """Its CRC loop is behind the crc32c package's above about 10 KB: larger batches are checked in Python."""
     large = bytearray(encode_batch([(None, bytes(range(256)) * 40, [], T0)]))
