@@ -22,7 +22,7 @@ from broker.protocol.errors import (
     ProtocolDecodeError,
     RecordListTooLargeError,
 )
-from broker.protocol.records.layout import BatchHeader, set_max_timestamp
+from broker.protocol.records.layout import BatchHeader, header_from_fields, set_max_timestamp
 from broker.protocol.records.unrolled import read_record_head
 from broker.protocol.records.walker import checked_batches, records_of
 from broker.protocol.types import decode_varint
@@ -53,8 +53,6 @@ MIN_RECORD_BODY = 6
 
 #: Kafka's default for message.timestamp.difference.max.ms: no bound.
 NO_BOUND = (1 << 63) - 1
-
-_MAKE_HEADER = BatchHeader._make
 
 
 class TimestampPolicy(NamedTuple):
@@ -88,7 +86,7 @@ def validate_append(records: bytearray | memoryview, config: LogConfig, policy: 
     size = len(records)
     if _compiled_produced is not None and size <= config.segment_bytes:
         try:
-            found = _compiled_produced(records, _MAKE_HEADER, config.max_message_bytes, policy.compacted,
+            found = _compiled_produced(records, header_from_fields, config.max_message_bytes, policy.compacted,
                                        policy.log_append_time, now_ms, policy.before_max_ms, policy.after_max_ms)
         except OverflowError:  # a bound beyond 64 bits
             found = None
